@@ -1,0 +1,20 @@
+"""Quarantine: every record that failed parsing or a rule, with the raw record and the reasons."""
+
+from pyspark import pipelines as dp
+
+from exactly_once.config import pipeline_settings
+from exactly_once.transforms.silver import parse_events, quarantined_records
+
+settings = pipeline_settings(spark)
+
+dp.create_streaming_table(
+    name="quarantine",
+    comment="Records that failed parsing or validation; `errors` names every failed rule.",
+)
+
+for topic in settings.topics.values():
+
+    @dp.append_flow(target="quarantine", name=f"quarantine_{topic.name}")
+    def quarantine_topic(topic=topic):
+        parsed = parse_events(spark.readStream.table("bronze_kafka_events"), topic)
+        return quarantined_records(parsed, topic)

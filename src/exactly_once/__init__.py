@@ -1,0 +1,1 @@
+"""Exactly-once effects from at-least-once Kafka delivery in a Delta lakehouse."""

@@ -1,0 +1,217 @@
+"""Pipeline settings: read once from `conf/`, handed to Spark as flat `exactly_once.*` keys.
+
+Locally, `load_settings(target)` reads conf/base.yml plus conf/targets/<target>.yml. The local
+runtime (and, on Databricks, the bundle's pipeline `configuration`) puts `Settings.to_conf()` into
+the Spark conf; pipeline code reads it back with `pipeline_settings(spark)`. Both go through
+`Settings.from_conf`, so a missing or malformed setting fails the same way everywhere: a
+`SettingsError` naming the key.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from exactly_once.paths import CONF_DIR
+
+PREFIX = "exactly_once"
+_INTERVAL = re.compile(r"^\d+\s+(second|minute|hour|day)s?$")
+
+
+class SettingsError(ValueError):
+    """A setting is missing or malformed; the message names its key."""
+
+
+@dataclass(frozen=True)
+class KafkaSettings:
+    bootstrap_servers: str
+    starting_offsets: str = "earliest"
+    max_offsets_per_trigger: int | None = None
+    fail_on_data_loss: bool = True
+    security_protocol: str = "PLAINTEXT"
+
+
+@dataclass(frozen=True)
+class TopicSettings:
+    """One Kafka topic of the event contract and how silver/gold treat it."""
+
+    name: str  # logical name, e.g. `orders`; used in dataset names
+    topic: str  # Kafka topic, e.g. `player-rewards`
+    key: str  # entity ID field, also the Kafka key
+    sequence_by: tuple[str, ...]
+    delete_event_types: tuple[str, ...]
+    watermark_delay: str
+    schema: str  # Spark DDL of the event's typed fields
+    rules: Mapping[str, str] = field(default_factory=dict)  # name -> SQL constraint
+
+
+@dataclass(frozen=True)
+class Settings:
+    source: str
+    kafka: KafkaSettings
+    topics: Mapping[str, TopicSettings]
+
+    def topic(self, name: str) -> TopicSettings:
+        try:
+            return self.topics[name]
+        except KeyError:
+            raise SettingsError(f"{PREFIX}.topics has no topic `{name}`") from None
+
+    def to_conf(self) -> dict[str, str]:
+        """Flat string settings, as Spark conf / bundle pipeline configuration carries them."""
+        k = self.kafka
+        conf = {
+            f"{PREFIX}.source": self.source,
+            f"{PREFIX}.kafka.bootstrap_servers": k.bootstrap_servers,
+            f"{PREFIX}.kafka.starting_offsets": k.starting_offsets,
+            f"{PREFIX}.kafka.max_offsets_per_trigger": str(k.max_offsets_per_trigger or ""),
+            f"{PREFIX}.kafka.fail_on_data_loss": str(k.fail_on_data_loss).lower(),
+            f"{PREFIX}.kafka.security_protocol": k.security_protocol,
+            f"{PREFIX}.topics": ",".join(self.topics),
+        }
+        for name, t in self.topics.items():
+            p = f"{PREFIX}.topics.{name}"
+            conf |= {
+                f"{p}.topic": t.topic,
+                f"{p}.key": t.key,
+                f"{p}.sequence_by": ",".join(t.sequence_by),
+                f"{p}.delete_event_types": ",".join(t.delete_event_types),
+                f"{p}.watermark_delay": t.watermark_delay,
+                f"{p}.schema": t.schema,
+                f"{p}.rules": json.dumps(dict(t.rules)),
+            }
+        return conf
+
+    @classmethod
+    def from_conf(cls, get: Callable[[str], str | None]) -> Settings:
+        def required(key: str) -> str:
+            value = get(f"{PREFIX}.{key}")
+            if value is None or str(value).strip() == "":
+                raise SettingsError(f"setting {PREFIX}.{key} is missing")
+            return str(value).strip()
+
+        def optional(key: str, default: str) -> str:
+            value = get(f"{PREFIX}.{key}")
+            return default if value is None else str(value).strip()
+
+        def as_list(key: str) -> tuple[str, ...]:
+            return tuple(v.strip() for v in optional(key, "").split(",") if v.strip())
+
+        kafka = KafkaSettings(
+            bootstrap_servers=required("kafka.bootstrap_servers"),
+            starting_offsets=optional("kafka.starting_offsets", "earliest"),
+            max_offsets_per_trigger=_as_int("kafka.max_offsets_per_trigger",
+                                            optional("kafka.max_offsets_per_trigger", "")),
+            fail_on_data_loss=_as_bool("kafka.fail_on_data_loss",
+                                       optional("kafka.fail_on_data_loss", "true")),
+            security_protocol=optional("kafka.security_protocol", "PLAINTEXT"),
+        )
+        topics = {}
+        for name in required("topics").split(","):
+            p = f"topics.{name.strip()}"
+            delay = required(f"{p}.watermark_delay")
+            if not _INTERVAL.match(delay):
+                raise SettingsError(f"setting {PREFIX}.{p}.watermark_delay must look like "
+                                    f"'10 minutes', got {delay!r}")
+            topics[name.strip()] = TopicSettings(
+                name=name.strip(),
+                topic=required(f"{p}.topic"),
+                key=required(f"{p}.key"),
+                sequence_by=as_list(f"{p}.sequence_by") or _missing(f"{p}.sequence_by"),
+                delete_event_types=as_list(f"{p}.delete_event_types"),
+                watermark_delay=delay,
+                schema=required(f"{p}.schema"),
+                rules=_as_rules(f"{p}.rules", optional(f"{p}.rules", "{}")),
+            )
+        source = required("source")
+        if source != "kafka" and not source.startswith("file:"):
+            raise SettingsError(f"setting {PREFIX}.source must be `kafka` or `file:PATH`, "
+                                f"got {source!r}")
+        return cls(source=source, kafka=kafka, topics=topics)
+
+
+def _missing(key: str):
+    raise SettingsError(f"setting {PREFIX}.{key} is missing")
+
+
+def _as_int(key: str, value: str) -> int | None:
+    if value == "":
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise SettingsError(f"setting {PREFIX}.{key} must be an integer, got {value!r}") from None
+
+
+def _as_bool(key: str, value: str) -> bool:
+    if value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise SettingsError(f"setting {PREFIX}.{key} must be true or false, got {value!r}")
+
+
+def _as_rules(key: str, value: str) -> dict[str, str]:
+    try:
+        rules = json.loads(value)
+    except json.JSONDecodeError:
+        raise SettingsError(f"setting {PREFIX}.{key} is not a JSON object") from None
+    if not isinstance(rules, dict) or not all(isinstance(v, str) for v in rules.values()):
+        raise SettingsError(f"setting {PREFIX}.{key} must map rule names to SQL constraints")
+    return rules
+
+
+def _deep_merge(base: dict[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = _deep_merge(dict(merged[key]), value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _flatten_yaml(doc: Mapping[str, Any]) -> dict[str, str]:
+    """The YAML document as the flat keys `Settings.from_conf` reads."""
+    flat: dict[str, str] = {f"{PREFIX}.source": str(doc.get("source", ""))}
+    for key, value in (doc.get("kafka") or {}).items():
+        flat[f"{PREFIX}.kafka.{key}"] = "" if value is None else str(value).lower() \
+            if isinstance(value, bool) else str(value)
+    topics = doc.get("topics") or {}
+    flat[f"{PREFIX}.topics"] = ",".join(topics)
+    for name, topic in topics.items():
+        for key, value in (topic or {}).items():
+            if key == "rules":
+                value = json.dumps(value or {})
+            elif isinstance(value, list):
+                value = ",".join(str(v) for v in value)
+            flat[f"{PREFIX}.topics.{name}.{key}"] = " ".join(str(value).split())
+    return flat
+
+
+def load_settings(target: str = "local", conf_dir: Path = CONF_DIR,
+                  overrides: Mapping[str, str] | None = None) -> Settings:
+    """Settings for a target from conf/base.yml + conf/targets/<target>.yml (+ flat overrides)."""
+    target_file = conf_dir / "targets" / f"{target}.yml"
+    if not target_file.exists():
+        known = sorted(p.stem for p in (conf_dir / "targets").glob("*.yml"))
+        raise SettingsError(f"unknown target {target!r}; conf/targets has {known}")
+    doc = _deep_merge(_read_yaml(conf_dir / "base.yml"), _read_yaml(target_file))
+    flat = _flatten_yaml(doc) | dict(overrides or {})
+    return Settings.from_conf(flat.get)
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        return yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as err:
+        raise SettingsError(f"{path} is not valid YAML: {err}") from None
+
+
+def pipeline_settings(spark) -> Settings:
+    """Settings as pipeline code sees them: from the Spark conf the runtime or bundle set."""
+    return Settings.from_conf(lambda key: spark.conf.get(key, None))

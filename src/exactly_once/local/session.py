@@ -1,0 +1,64 @@
+"""The local SparkSession: classic PySpark with Delta Lake and the Kafka source on the classpath."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyspark
+from pyspark.sql import SparkSession
+
+from exactly_once.paths import JARS_DIR
+
+
+class MissingJarsError(RuntimeError):
+    pass
+
+
+def _artifact(jar: Path) -> str:
+    """`kafka-clients-3.9.2.jar` -> `kafka-clients`: the name without its version."""
+    parts = jar.stem.split("-")
+    while parts and parts[-1][:1].isdigit():
+        parts.pop()
+    return "-".join(parts)
+
+
+def spark_jars(jars_dir: Path = JARS_DIR / "spark") -> list[str]:
+    """Delta and Kafka-source jars, less any artifact the pyspark wheel already ships.
+
+    Maven resolves Delta's full runtime closure (Hadoop, Parquet, Jackson, ...); Spark already
+    carries its own versions of those, and two copies on one classpath is how NoSuchMethodErrors
+    start. So only artifacts missing from the wheel are added.
+    """
+    jars = sorted(jars_dir.glob("*.jar"))
+    if not jars:
+        raise MissingJarsError(f"no jars in {jars_dir}; run `make setup` first")
+    bundled = {_artifact(j) for j in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
+    return [str(j) for j in jars if _artifact(j) not in bundled]
+
+
+def build_session(warehouse: Path, app_name: str = "exactly-once", shuffle_partitions: int = 4,
+                  extra_conf: dict[str, str] | None = None) -> SparkSession:
+    builder = (
+        SparkSession.builder.master("local[2]")
+        .appName(app_name)
+        .config("spark.jars", ",".join(spark_jars()))
+        .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+        .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+        .config("spark.sql.catalogImplementation", "in-memory")
+        .config("spark.sql.warehouse.dir", str(warehouse.resolve()))
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+        # Bounded, on-disk streaming state, as on Databricks.
+        .config("spark.sql.streaming.stateStore.providerClass",
+                "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.memory", "4g")
+        .config("spark.databricks.delta.snapshotPartitions", "2")
+        .config("spark.databricks.delta.properties.defaults.checkpointInterval", "50")
+    )
+    for key, value in (extra_conf or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark

@@ -1,0 +1,15 @@
+"""Where the project keeps its local state. Everything here is git-ignored."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+CONF_DIR = PROJECT_ROOT / "conf"
+PIPELINES_DIR = PROJECT_ROOT / "pipelines"
+JARS_DIR = PROJECT_ROOT / ".cache" / "jars"
+# Runtime state (warehouse, broker data and logs) lives under .local unless told otherwise.
+LOCAL_DIR = Path(os.environ.get("EXACTLY_ONCE_HOME", PROJECT_ROOT / ".local"))
+DEFAULT_WAREHOUSE = LOCAL_DIR / "warehouse"
+BROKER_DIR = LOCAL_DIR / "kafka"

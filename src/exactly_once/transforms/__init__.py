@@ -1,0 +1,1 @@
+"""The pipeline's logic as plain functions, DataFrame in, DataFrame out: pipelines/ call these."""

@@ -1,0 +1,73 @@
+"""Bronze: raw Kafka records, every one kept, exactly as the broker delivered them."""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from exactly_once.config import Settings
+
+# The Kafka source's columns (with includeHeaders), in its order.
+KAFKA_COLUMNS = ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType",
+                 "headers"]
+
+# One line of `kcat -C -J` output.
+KCAT_SCHEMA = ("topic STRING, partition INT, offset BIGINT, tstype STRING, ts BIGINT, broker INT, "
+               "headers ARRAY<STRING>, key STRING, payload STRING")
+
+
+def read_kafka(spark: SparkSession, settings: Settings) -> DataFrame:
+    """The subscribed topics as a stream, in the Kafka source's own columns."""
+    kafka = settings.kafka
+    reader = (
+        spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", kafka.bootstrap_servers)
+        .option("subscribe", ",".join(t.topic for t in settings.topics.values()))
+        .option("startingOffsets", kafka.starting_offsets)
+        .option("failOnDataLoss", str(kafka.fail_on_data_loss).lower())
+        .option("includeHeaders", "true")
+        .option("kafka.security.protocol", kafka.security_protocol)
+    )
+    if kafka.max_offsets_per_trigger:
+        reader = reader.option("maxOffsetsPerTrigger", str(kafka.max_offsets_per_trigger))
+    return reader.load()
+
+
+def read_kcat_file(spark: SparkSession, path: str) -> DataFrame:
+    """A `kcat -C -J` JSONL file as a stream with the Kafka source's columns.
+
+    kcat prints key and payload as text and headers as a flat [name, value, ...] list; they are
+    turned back into Kafka's binary key/value and array<struct<key, value>> headers.
+    """
+    raw = spark.readStream.schema(KCAT_SCHEMA).option("mode", "FAILFAST").json(path)
+    headers = F.transform(
+        F.sequence(F.lit(0), F.size("headers") / 2 - 1).cast("array<int>"),
+        lambda i: F.struct(F.element_at("headers", i * 2 + 1).alias("key"),
+                           F.encode(F.element_at("headers", i * 2 + 2), "UTF-8").alias("value")),
+    )
+    return raw.select(
+        F.encode("key", "UTF-8").alias("key"),
+        F.encode("payload", "UTF-8").alias("value"),
+        "topic",
+        "partition",
+        "offset",
+        F.timestamp_millis("ts").alias("timestamp"),
+        F.when(F.col("tstype") == "logappend", 1).otherwise(0).alias("timestampType"),
+        F.when(F.size("headers") > 0, headers).otherwise(F.array().cast(
+            "array<struct<key:string,value:binary>>")).alias("headers"),
+    )
+
+
+def with_ingestion_time(records: DataFrame, now: Column | None = None) -> DataFrame:
+    """Kafka records as bronze stores them: untouched, plus when this pipeline ingested them."""
+    return records.select(*KAFKA_COLUMNS,
+                          (now if now is not None else F.current_timestamp()).alias("ingested_at"))
+
+
+def raw_kafka_records(spark: SparkSession, settings: Settings) -> DataFrame:
+    """The configured source: the Kafka topics, or a kcat file for local replays."""
+    if settings.source.startswith("file:"):
+        records = read_kcat_file(spark, settings.source.removeprefix("file:"))
+    else:
+        records = read_kafka(spark, settings)
+    return with_ingestion_time(records)

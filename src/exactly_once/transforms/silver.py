@@ -1,0 +1,85 @@
+"""Silver: parse and validate events per topic, quarantine bad records, drop redeliveries."""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import StringType, StructField, StructType
+
+from exactly_once.config import TopicSettings
+
+MALFORMED_JSON = "malformed_json"
+# Kafka coordinates silver keeps next to each event: lineage, and the offset breaks sequence ties.
+KAFKA_LINEAGE = ["kafka_partition", "kafka_offset", "kafka_timestamp"]
+QUARANTINE_COLUMNS = ["source_topic", "kafka_topic", "kafka_partition", "kafka_offset",
+                      "kafka_timestamp", "kafka_key", "value", "errors", "reason", "quarantined_at"]
+
+
+def event_schema(topic: TopicSettings) -> StructType:
+    return StructType.fromDDL(topic.schema)
+
+
+def rule_failures(rules: dict[str, str]) -> list[Column]:
+    """One column per rule: the rule's name where the row breaks it (false or NULL), else NULL."""
+    return [F.when(~F.coalesce(F.expr(sql), F.lit(False)), F.lit(name)) for name, sql in
+            rules.items()]
+
+
+def parse_events(bronze: DataFrame, topic: TopicSettings) -> DataFrame:
+    """The topic's records with typed event fields and `errors`: every check the record fails.
+
+    Fields are read as text first and cast with try_cast, so a wrong type names its field
+    (`invalid_sequence`) instead of nulling the whole record. A value that is not a JSON object
+    fails only `malformed_json`: checking its fields would just repeat that.
+    """
+    schema = event_schema(topic)
+    as_text = StructType([StructField(f.name, StringType()) for f in schema])
+    value = F.col("value").cast("string")
+    records = bronze.where(F.col("topic") == topic.topic).select(
+        F.col("key").cast("string").alias("kafka_key"),
+        value.alias("value"),
+        F.json_object_keys(value).isNotNull().alias("_is_json_object"),
+        F.from_json(value, as_text).alias("_raw"),
+        F.col("topic").alias("kafka_topic"),
+        F.col("partition").alias("kafka_partition"),
+        F.col("offset").alias("kafka_offset"),
+        F.col("timestamp").alias("kafka_timestamp"),
+    )
+    typed = records.select(
+        "*",
+        *[F.expr(f"try_cast(_raw.`{f.name}` AS {f.dataType.simpleString()})").alias(f.name)
+          for f in schema],
+    )
+    type_errors = [F.when(F.col(f"_raw.`{f.name}`").isNotNull() & F.col(f.name).isNull(),
+                          F.lit(f"invalid_{f.name}")) for f in schema]
+    checks = F.array(*type_errors, *rule_failures(dict(topic.rules)))
+    errors = F.when(~F.col("_is_json_object"), F.array(F.lit(MALFORMED_JSON))).otherwise(
+        F.filter(checks, lambda e: e.isNotNull()))
+    return typed.withColumn("errors", errors).drop("_is_json_object", "_raw")
+
+
+def valid_events(parsed: DataFrame, topic: TopicSettings) -> DataFrame:
+    """Events that passed every check, with their Kafka lineage."""
+    fields = [f.name for f in event_schema(topic)]
+    return parsed.where(F.size("errors") == 0).select(*fields, *KAFKA_LINEAGE)
+
+
+def quarantined_records(parsed: DataFrame, topic: TopicSettings) -> DataFrame:
+    """Records that failed any check: the raw record, where it came from, and why."""
+    return parsed.where(F.size("errors") > 0).select(
+        F.lit(topic.name).alias("source_topic"),
+        "kafka_topic", "kafka_partition", "kafka_offset", "kafka_timestamp", "kafka_key", "value",
+        "errors",
+        F.array_join("errors", ", ").alias("reason"),
+        F.current_timestamp().alias("quarantined_at"),
+    )
+
+
+def deduplicate_events(events: DataFrame, topic: TopicSettings) -> DataFrame:
+    """Drop redeliveries of an event_id seen within the watermark delay.
+
+    Streaming state holds each event_id only until the watermark passes its occurred_at + delay,
+    so it stays bounded however long the stream runs. The first delivery seen is the one kept.
+    """
+    return events.withWatermark("occurred_at", topic.watermark_delay) \
+        .dropDuplicatesWithinWatermark(["event_id"])
