@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -39,9 +41,12 @@ def read_kcat_file(spark: SparkSession, path: str) -> DataFrame:
     kcat prints key and payload as text and headers as a flat [name, value, ...] list; they are
     turned back into Kafka's binary key/value and array<struct<key, value>> headers.
     """
-    raw = spark.readStream.schema(KCAT_SCHEMA).option("mode", "FAILFAST").json(path)
+    # The file source streams directories; a glob filter narrows it to the one file.
+    file = Path(path)
+    raw = (spark.readStream.schema(KCAT_SCHEMA).option("mode", "FAILFAST")
+           .option("pathGlobFilter", file.name).json(str(file.parent)))
     headers = F.transform(
-        F.sequence(F.lit(0), F.size("headers") / 2 - 1).cast("array<int>"),
+        F.sequence(F.lit(0), F.expr("size(headers) div 2 - 1").cast("int")),
         lambda i: F.struct(F.element_at("headers", i * 2 + 1).alias("key"),
                            F.encode(F.element_at("headers", i * 2 + 2), "UTF-8").alias("value")),
     )

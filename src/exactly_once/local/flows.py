@@ -1,0 +1,121 @@
+"""Executes one flow on classic Spark + Delta: streaming append, materialized view, AUTO CDC.
+
+Streaming flows run with `trigger(availableNow=True)`: everything available, then stop, and the
+checkpoint remembers where they stopped, so the next update only processes new records.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming import StreamingQuery
+
+from exactly_once.local.auto_cdc import (
+    CdcBatchStats,
+    apply_scd1_batch,
+    state_schema,
+    target_schema,
+)
+from exactly_once.local.auto_cdc_spec import AutoCdcSpec
+from exactly_once.local.progress import FlowResult, Progress
+from exactly_once.local.warehouse import Warehouse
+
+
+class FlowError(RuntimeError):
+    """A flow failed; the message names it."""
+
+
+def _await(query: StreamingQuery, result: FlowResult, progress: Progress) -> None:
+    """Wait for an availableNow query, reporting each micro-batch as it completes."""
+    seen = -1
+
+    def report() -> None:
+        nonlocal seen
+        for p in query.recentProgress:
+            p = json.loads(p.json)
+            if p["batchId"] > seen:
+                seen = p["batchId"]
+                result.add_streaming_progress(p)
+                if p.get("numInputRows"):
+                    progress.batch(result.flow, p["batchId"], p["numInputRows"])
+
+    try:
+        while not query.awaitTermination(0.5):
+            report()
+    except Exception as err:  # StreamingQueryException: keep the cause, name the flow
+        raise FlowError(f"flow `{result.flow}` failed: {str(err).splitlines()[0]}") from err
+    report()
+
+
+def run_append_flow(spark: SparkSession, flow_name: str, target: str, df: DataFrame,
+                    warehouse: Warehouse, progress: Progress) -> FlowResult:
+    if not df.isStreaming:
+        raise FlowError(f"flow `{flow_name}` writes to streaming table `{target}` but its query "
+                        "is not a stream; read with spark.readStream or declare a materialized view")
+    result = FlowResult(flow=flow_name, target=target, kind="append")
+    started = time.monotonic()
+    if not warehouse.has_table(target):
+        warehouse.create_table(spark, target, df.schema)
+    rows_before = warehouse.row_count(spark, target)
+    query = (
+        df.writeStream.format("delta")
+        .queryName(flow_name)
+        .outputMode("append")
+        .option("checkpointLocation", str(warehouse.checkpoint_path(flow_name)))
+        .trigger(availableNow=True)
+        .start(str(warehouse.table_path(target).resolve()))
+    )
+    _await(query, result, progress)
+    # The Delta sink reports no output count to streaming progress; the table tells.
+    result.output_rows = warehouse.row_count(spark, target) - rows_before
+    result.seconds = time.monotonic() - started
+    return result
+
+
+def run_materialized_view(spark: SparkSession, flow_name: str, target: str, df: DataFrame,
+                          warehouse: Warehouse, progress: Progress) -> FlowResult:
+    """Recompute the whole view and replace the table's contents in one Delta commit."""
+    result = FlowResult(flow=flow_name, target=target, kind="materialized_view")
+    started = time.monotonic()
+    df.write.format("delta").mode("overwrite").option("overwriteSchema", "true") \
+        .save(str(warehouse.table_path(target).resolve()))
+    warehouse.register(spark, target)
+    result.output_rows = warehouse.row_count(spark, target)
+    result.batches = 1
+    result.seconds = time.monotonic() - started
+    return result
+
+
+def run_auto_cdc_flow(spark: SparkSession, spec: AutoCdcSpec, source: DataFrame,
+                      warehouse: Warehouse, progress: Progress) -> FlowResult:
+    if not source.isStreaming:
+        raise FlowError(f"AUTO CDC flow `{spec.name}` needs a streaming source; "
+                        f"`{spec.source}` is not one")
+    result = FlowResult(flow=spec.name, target=spec.target, kind="auto_cdc")
+    started = time.monotonic()
+    target_path = str(warehouse.table_path(spec.target).resolve())
+    state_path = str(warehouse.auto_cdc_state_path(spec.target).resolve())
+    if not warehouse.has_table(spec.target):
+        warehouse.create_table(spark, spec.target, target_schema(spec, source))
+    if not Warehouse.is_delta(warehouse.auto_cdc_state_path(spec.target)):
+        spark.createDataFrame([], state_schema(spec, source)).write.format("delta").save(state_path)
+    totals = CdcBatchStats()
+
+    def apply(batch: DataFrame, batch_id: int) -> None:
+        totals.add(apply_scd1_batch(spark, batch, batch_id, spec, target_path, state_path))
+
+    query = (
+        source.writeStream.queryName(spec.name)
+        .foreachBatch(apply)
+        .option("checkpointLocation", str(warehouse.checkpoint_path(spec.name)))
+        .trigger(availableNow=True)
+        .start()
+    )
+    _await(query, result, progress)
+    result.output_rows = totals.upserts + totals.deletes
+    result.cdc_rejected, result.cdc_stale = totals.rejected, totals.stale
+    result.seconds = time.monotonic() - started
+    return result
+

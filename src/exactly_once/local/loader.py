@@ -1,0 +1,28 @@
+"""Loads pipeline definition files unchanged and returns the graph they declare."""
+
+from __future__ import annotations
+
+import runpy
+from collections.abc import Iterable
+from pathlib import Path
+
+from pyspark.pipelines.graph_element_registry import graph_element_registration_context
+from pyspark.sql import SparkSession
+
+from exactly_once.local import databricks_api
+from exactly_once.local.registry import PipelineGraph
+
+
+def pipeline_files(root: Path) -> list[Path]:
+    """The files a bundle's `libraries: - glob: include: pipelines/**` picks up, in a stable order."""
+    return sorted(p for p in root.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def load_graph(spark: SparkSession, files: Iterable[Path]) -> PipelineGraph:
+    """Run each file as Databricks does, with `spark` as a global, and collect what it declares."""
+    graph = PipelineGraph()
+    with graph_element_registration_context(graph), databricks_api.installed():
+        for path in files:
+            runpy.run_path(str(path), init_globals={"spark": spark}, run_name="__pipeline__")
+    graph.validate()
+    return graph

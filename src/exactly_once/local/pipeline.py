@@ -1,0 +1,24 @@
+"""Entry point of the local runtime: settings in, one pipeline update out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from exactly_once.config import Settings
+from exactly_once.local.loader import load_graph, pipeline_files
+from exactly_once.local.progress import Progress, UpdateResult
+from exactly_once.local.update import PipelineUpdate
+from exactly_once.local.warehouse import Warehouse
+from exactly_once.paths import PIPELINES_DIR
+
+
+def run_pipeline(spark: SparkSession, settings: Settings, warehouse: Path,
+                 full_refresh: bool = False, progress: Progress | None = None,
+                 pipelines_dir: Path = PIPELINES_DIR) -> UpdateResult:
+    """Run one triggered update of the pipeline files in `pipelines_dir` into `warehouse`."""
+    for key, value in settings.to_conf().items():
+        spark.conf.set(key, value)  # what the bundle's pipeline `configuration` does on Databricks
+    graph = load_graph(spark, pipeline_files(pipelines_dir))
+    return PipelineUpdate(spark, graph, Warehouse(warehouse), progress).run(full_refresh)

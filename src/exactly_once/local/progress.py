@@ -1,0 +1,87 @@
+"""What a person sees while an update runs, and the metrics each flow reports."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from typing import TextIO
+
+
+@dataclass
+class FlowResult:
+    flow: str
+    target: str
+    kind: str  # append | materialized_view | auto_cdc
+    batches: int = 0
+    input_rows: int = 0
+    output_rows: int = 0
+    duplicates_dropped: int = 0  # redeliveries dropped by watermark dedup
+    late_rows_dropped: int = 0  # rows older than the watermark, dropped by Spark
+    cdc_rejected: int = 0
+    cdc_stale: int = 0  # AUTO CDC events older than the stored state
+    seconds: float = 0.0
+
+    def add_streaming_progress(self, progress: dict) -> None:
+        if not progress.get("numInputRows") and not progress.get("stateOperators"):
+            return
+        self.batches += 1
+        self.input_rows += progress.get("numInputRows", 0)
+        for op in progress.get("stateOperators", []):
+            self.duplicates_dropped += (op.get("customMetrics") or {}).get(
+                "numDroppedDuplicateRows", 0)
+            self.late_rows_dropped += op.get("numRowsDroppedByWatermark", 0)
+
+
+@dataclass
+class UpdateResult:
+    flows: list[FlowResult] = field(default_factory=list)
+    table_rows: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def total(self, metric: str, kind: str | None = None) -> int:
+        return sum(getattr(f, metric) for f in self.flows if kind is None or f.kind == kind)
+
+    def flow_input(self, target: str) -> int:
+        return sum(f.input_rows for f in self.flows if f.target == target)
+
+    def flow_output(self, target: str) -> int:
+        return sum(f.output_rows for f in self.flows if f.target == target)
+
+
+class Progress:
+    """Prints one line per micro-batch while a flow runs and a summary at the end."""
+
+    def __init__(self, out: TextIO = sys.stderr, quiet: bool = False):
+        self.out, self.quiet = out, quiet
+
+    def _print(self, text: str) -> None:
+        if not self.quiet:
+            print(text, file=self.out, flush=True)
+
+    def flow_started(self, flow: str, kind: str) -> None:
+        self._print(f"▶ {flow} ({kind.replace('_', ' ')})")
+
+    def batch(self, flow: str, batch_id: int, rows: int) -> None:
+        self._print(f"    batch {batch_id}: {rows:,} rows")
+
+    def flow_finished(self, result: FlowResult) -> None:
+        extra = ""
+        if result.duplicates_dropped:
+            extra += f", {result.duplicates_dropped:,} duplicates dropped"
+        if result.cdc_stale:
+            extra += f", {result.cdc_stale:,} stale changes ignored"
+        self._print(f"✓ {result.flow}: {result.input_rows:,} rows in, "
+                    f"{result.output_rows:,} rows written{extra} ({result.seconds:.1f}s)")
+
+    def summary(self, result: UpdateResult, bronze: str, quarantine: str) -> str:
+        lines = [
+            f"Update finished in {result.seconds:.1f}s",
+            f"  records in           {result.flow_input(bronze):>10,}",
+            f"  quarantined          {result.flow_output(quarantine):>10,}",
+            f"  duplicates dropped   {result.total('duplicates_dropped'):>10,}",
+            f"  late rows dropped    {result.total('late_rows_dropped'):>10,}",
+            f"  stale changes        {result.total('cdc_stale'):>10,}",
+            "  rows per table:",
+            *[f"    {name:<24} {rows:>10,}" for name, rows in result.table_rows.items()],
+        ]
+        return "\n".join(lines)

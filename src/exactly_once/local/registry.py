@@ -1,0 +1,64 @@
+"""Collects the graph that pipeline files declare, through pyspark's own registration hook."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pyspark.pipelines.flow import Flow
+from pyspark.pipelines.graph_element_registry import GraphElementRegistry
+from pyspark.pipelines.output import MaterializedView, Output, StreamingTable, Table, TemporaryView
+
+from exactly_once.local.auto_cdc_spec import AutoCdcSpec
+
+
+class GraphError(ValueError):
+    """The declared graph is inconsistent (duplicate names, flows into undeclared datasets...)."""
+
+
+@dataclass
+class PipelineGraph(GraphElementRegistry):
+    outputs: dict[str, Output] = field(default_factory=dict)
+    flows: list[Flow] = field(default_factory=list)
+    auto_cdc_flows: list[AutoCdcSpec] = field(default_factory=list)
+
+    def register_output(self, output: Output) -> None:
+        if output.name in self.outputs:
+            raise GraphError(f"dataset `{output.name}` is defined twice")
+        self.outputs[output.name] = output
+
+    def register_flow(self, flow: Flow) -> None:
+        if any(f.name == flow.name for f in self.flows):
+            raise GraphError(f"flow `{flow.name}` is defined twice")
+        self.flows.append(flow)
+
+    def register_auto_cdc_flow(self, flow: AutoCdcSpec) -> None:  # type: ignore[override]
+        self.auto_cdc_flows.append(flow)
+
+    def register_sql(self, sql_text: str, file_path: Path) -> None:
+        raise GraphError(f"{file_path}: SQL pipeline files are not supported by the local runtime")
+
+    # -- views of the collected graph --------------------------------------------------------
+    def tables(self) -> list[Table]:
+        return [o for o in self.outputs.values() if isinstance(o, Table)]
+
+    def is_view(self, name: str) -> bool:
+        return isinstance(self.outputs.get(name), TemporaryView)
+
+    def is_materialized_view(self, name: str) -> bool:
+        return isinstance(self.outputs.get(name), MaterializedView)
+
+    def flows_into(self, name: str) -> list[Flow | AutoCdcSpec]:
+        return [f for f in [*self.flows, *self.auto_cdc_flows] if f.target == name]
+
+    def validate(self) -> None:
+        for flow in [*self.flows, *self.auto_cdc_flows]:
+            if flow.target not in self.outputs:
+                raise GraphError(f"flow `{flow.name}` writes to `{flow.target}`, "
+                                 "which no file declares")
+        for spec in self.auto_cdc_flows:
+            if not isinstance(self.outputs[spec.target], StreamingTable):
+                raise GraphError(f"AUTO CDC target `{spec.target}` must be a streaming table")
+        for name in self.outputs:
+            if not self.flows_into(name):
+                raise GraphError(f"dataset `{name}` has no flow")

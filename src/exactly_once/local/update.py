@@ -1,0 +1,89 @@
+"""One pipeline update: every dataset brought up to date, upstream before downstream.
+
+Order comes from the reads themselves: when a flow's query reads a dataset of the pipeline, that
+dataset is updated first (see `reads.py`), so each flow sees its inputs complete for this update.
+Temporary views are not stored; a read of one returns its query.
+"""
+
+from __future__ import annotations
+
+import time
+
+from pyspark.pipelines.flow import Flow
+from pyspark.sql import DataFrame, SparkSession
+
+from exactly_once.local import flows
+from exactly_once.local.auto_cdc_spec import AutoCdcSpec
+from exactly_once.local.progress import Progress, UpdateResult
+from exactly_once.local.reads import resolved_reads
+from exactly_once.local.registry import GraphError, PipelineGraph
+from exactly_once.local.warehouse import Warehouse
+
+
+class PipelineUpdate:
+    def __init__(self, spark: SparkSession, graph: PipelineGraph, warehouse: Warehouse,
+                 progress: Progress | None = None):
+        self.spark, self.graph, self.warehouse = spark, graph, warehouse
+        self.progress = progress or Progress(quiet=True)
+        self._updated: set[str] = set()
+        self._updating: list[str] = []
+        self.result = UpdateResult()
+
+    def run(self, full_refresh: bool = False) -> UpdateResult:
+        started = time.monotonic()
+        tables = [t.name for t in self.graph.tables()]
+        if full_refresh:
+            self.warehouse.reset(self.spark, tables)
+        for name in tables:
+            if self.warehouse.has_table(name):
+                self.warehouse.register(self.spark, name)
+        with resolved_reads(self._resolve):
+            for name in tables:
+                self._update(name)
+        self.result.table_rows = {name: self.warehouse.row_count(self.spark, name)
+                                  for name in tables}
+        self.result.seconds = time.monotonic() - started
+        return self.result
+
+    def _resolve(self, name: str, streaming: bool) -> DataFrame | None:
+        if name not in self.graph.outputs:
+            return None  # not ours: an ordinary catalog table
+        if self.graph.is_view(name):
+            (view_flow,) = self.graph.flows_into(name)
+            return view_flow.func()
+        self._update(name)
+        reader = self.spark.readStream if streaming else self.spark.read
+        return reader.format("delta").load(str(self.warehouse.table_path(name).resolve()))
+
+    def _update(self, name: str) -> None:
+        if name in self._updated:
+            return
+        if name in self._updating:
+            cycle = " -> ".join([*self._updating[self._updating.index(name):], name])
+            raise GraphError(f"datasets read each other in a cycle: {cycle}")
+        self._updating.append(name)
+        for flow in self.graph.flows_into(name):
+            self.result.flows.append(self._run_flow(flow))
+        self._updating.pop()
+        self._updated.add(name)
+
+    def _run_flow(self, flow: Flow | AutoCdcSpec):
+        kind = "auto_cdc" if isinstance(flow, AutoCdcSpec) else (
+            "materialized_view" if self.graph.is_materialized_view(flow.target) else "append")
+        if isinstance(flow, AutoCdcSpec):
+            source = self._resolve(flow.source, streaming=True)
+            if source is None:
+                raise GraphError(f"AUTO CDC flow `{flow.name}` reads `{flow.source}`, "
+                                 "which the pipeline does not define")
+            self.progress.flow_started(flow.name, kind)
+            result = flows.run_auto_cdc_flow(self.spark, flow, source, self.warehouse,
+                                             self.progress)
+        else:
+            df = flow.func()  # may update upstream datasets first, through _resolve
+            self.progress.flow_started(flow.name, kind)
+            runner = flows.run_materialized_view if kind == "materialized_view" \
+                else flows.run_append_flow
+            result = runner(self.spark, flow.name, flow.target, df, self.warehouse,
+                            self.progress)
+        self.progress.flow_finished(result)
+        return result

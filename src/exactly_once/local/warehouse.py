@@ -1,0 +1,67 @@
+"""The local warehouse: one Delta table per directory, plus the pipeline's own state.
+
+    <warehouse>/<table>/                      each dataset, readable by any Delta reader
+    <warehouse>/_pipeline/checkpoints/<flow>/ streaming checkpoints (what was already processed)
+    <warehouse>/_pipeline/auto_cdc/<target>/  AUTO CDC key state: newest sequence and tombstones
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+from pyspark.sql.types import StructType
+
+PIPELINE_DIR = "_pipeline"
+
+
+@dataclass(frozen=True)
+class Warehouse:
+    root: Path
+
+    def table_path(self, name: str) -> Path:
+        return self.root / name
+
+    def checkpoint_path(self, flow: str) -> Path:
+        return self.root / PIPELINE_DIR / "checkpoints" / flow
+
+    def auto_cdc_state_path(self, target: str) -> Path:
+        return self.root / PIPELINE_DIR / "auto_cdc" / target
+
+    @staticmethod
+    def is_delta(path: Path) -> bool:
+        return (path / "_delta_log").is_dir()
+
+    def has_table(self, name: str) -> bool:
+        return self.is_delta(self.table_path(name))
+
+    def row_count(self, spark: SparkSession, name: str) -> int:
+        return spark.read.format("delta").load(str(self.table_path(name).resolve())).count()
+
+    def register(self, spark: SparkSession, name: str) -> None:
+        """Make `name` resolvable in the session catalog (which forgets tables between runs)."""
+        spark.sql(f"CREATE TABLE IF NOT EXISTS `{name}` USING DELTA "
+                  f"LOCATION '{self.table_path(name).resolve()}'")
+
+    def create_table(self, spark: SparkSession, name: str, schema: StructType,
+                     properties: dict[str, str] | None = None, comment: str | None = None) -> None:
+        """An empty Delta table, so readers downstream work before the first row arrives."""
+        from delta.tables import DeltaTable
+
+        builder = DeltaTable.createIfNotExists(spark).location(
+            str(self.table_path(name).resolve())).addColumns(schema)
+        for key, value in (properties or {}).items():
+            builder = builder.property(key, value)
+        if comment:
+            builder = builder.comment(comment)
+        builder.execute()
+        self.register(spark, name)
+
+    def reset(self, spark: SparkSession, tables: list[str]) -> None:
+        """Full refresh: drop the tables and all pipeline state (checkpoints, AUTO CDC state)."""
+        for name in tables:
+            spark.sql(f"DROP TABLE IF EXISTS `{name}`")
+            shutil.rmtree(self.table_path(name), ignore_errors=True)
+        shutil.rmtree(self.root / PIPELINE_DIR, ignore_errors=True)
