@@ -28,7 +28,7 @@ $(JARS)/.resolved: jvm/spark/pom.xml jvm/kafka-broker/pom.xml
 
 demo: setup
 	$(BIN)/exactly-once broker start
-	$(BIN)/exactly-once generate --orders 500 --players 200 --events 5000 --seed 7
+	$(BIN)/exactly-once generate --orders 500 --players 200 --events 5000
 	$(BIN)/exactly-once run
 
 test: setup

@@ -5,7 +5,7 @@ called from different CLI invocations. Everything it owns lives under one *home*
 
     home/server.properties   generated on every start (the controller port changes each time)
     home/log4j.properties    sends the broker's logs to home/logs
-    home/broker.json         pid and ports of the running broker (the pid file)
+    home/broker.json         pid and port of the running broker (the pid file)
     home/data/               the log dirs (formatted once, on first start)
     home/logs/broker.out     the JVM's stdout/stderr
 
@@ -35,9 +35,9 @@ BROKER_JARS = JARS_DIR / "kafka-broker"
 HOST = "127.0.0.1"
 JVM_OPTS = ["-Xmx512m", "-Xms128m", "-XX:+UseSerialGC", "-Djava.awt.headless=true"]
 # librdkafka logs every refused connection; the callers only care about the final outcome.
-_QUIET = logging.getLogger("exactly_once.kafka.rdkafka")
-_QUIET.addHandler(logging.NullHandler())
-_QUIET.propagate = False
+RDKAFKA_LOGGER = logging.getLogger("exactly_once.kafka.rdkafka")
+RDKAFKA_LOGGER.addHandler(logging.NullHandler())
+RDKAFKA_LOGGER.propagate = False
 
 
 class BrokerError(RuntimeError):
@@ -164,8 +164,6 @@ log4j.appender.file.MaxFileSize=10MB
 log4j.appender.file.MaxBackupIndex=2
 log4j.appender.file.layout=org.apache.log4j.PatternLayout
 log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n
-log4j.logger.kafka=INFO
-log4j.logger.org.apache.kafka=INFO
 """
 
 
@@ -204,23 +202,26 @@ def _controller_port(port: int) -> int:
 
 
 def _log_tail(home: Path, lines: int = 15) -> str:
-    text = ""
+    """The broker's error lines if it logged any (stack frames skipped), else its last lines."""
+    text: list[str] = []
     for log in (_log_file(home), home / "logs" / "server.log"):
         if log.exists():
-            text += "\n".join(log.read_text(errors="replace").splitlines()[-lines:]) + "\n"
-    return text.strip() or "(no log output)"
+            text += log.read_text(errors="replace").splitlines()
+    errors = [line for line in text if " ERROR " in line or line.startswith("java.")]
+    return "\n".join((errors or text)[-lines:]) or "(no log output)"
 
 
 def _admin(bootstrap: str) -> AdminClient:
     return AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 5000,
-                        "logger": _QUIET})
+                        "logger": RDKAFKA_LOGGER})
 
 
-def _wait_ready(proc: subprocess.Popen, port: int, home: Path, deadline: float) -> None:
+def _wait_ready(pid: int, port: int, home: Path, deadline: float) -> None:
     """Returns once the broker answers a metadata request; raises if it dies or times out."""
     while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise BrokerError(f"broker exited with code {proc.returncode}:\n{_log_tail(home)}")
+        _reap(pid)
+        if not _pid_alive(pid):
+            raise BrokerError(f"broker exited during startup:\n{_log_tail(home)}")
         if _port_answers(port):
             try:
                 _admin(f"{HOST}:{port}").list_topics(timeout=5)
@@ -228,7 +229,7 @@ def _wait_ready(proc: subprocess.Popen, port: int, home: Path, deadline: float) 
             except KafkaException:
                 pass
         time.sleep(0.3)
-    _kill(proc.pid, timeout=5)
+    _kill(pid, timeout=5)
     raise BrokerError(f"broker did not become ready on port {port}:\n{_log_tail(home)}")
 
 
@@ -239,8 +240,8 @@ def start(port: int = 9092, home: Path = BROKER_DIR, timeout: float = 60) -> Bro
     if running is not None:
         if running.port != port:
             raise BrokerError(f"the broker in {home} is already running on port {running.port}")
-        if _port_answers(port):
-            return running
+        _wait_ready(running.pid, port, home, time.monotonic() + timeout)  # may still be starting
+        return running
     if not _port_free(port):
         raise BrokerError(f"port {port} is already in use by another process")
     if not list(BROKER_JARS.glob("kafka_*.jar")):
@@ -256,14 +257,14 @@ def start(port: int = 9092, home: Path = BROKER_DIR, timeout: float = 60) -> Bro
             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True, cwd=home,
         )
-    state = {"pid": proc.pid, "port": port, "controller_port": controller_port}
+    state = {"pid": proc.pid, "port": port}
     _state_file(home).write_text(json.dumps(state))
-    _wait_ready(proc, port, home, time.monotonic() + timeout)
+    _wait_ready(proc.pid, port, home, time.monotonic() + timeout)
     return BrokerInfo(f"{HOST}:{port}", proc.pid, home, _log_file(home))
 
 
 def _reap(pid: int) -> None:
-    """Collects the exit status if the broker is our own child, so it does not linger as a zombie."""
+    """Collects the exit status if the broker is our own child, so it leaves no zombie."""
     try:
         os.waitpid(pid, os.WNOHANG)
     except ChildProcessError:

@@ -76,7 +76,7 @@ def _headers(raw: Any) -> tuple[tuple[str, str | None], ...]:
         raise ValueError("header names must be strings")
     if not all(v is None or isinstance(v, str) for v in values):
         raise ValueError("header values must be strings or null")
-    return tuple(zip(names, values))
+    return tuple(zip(names, values, strict=True))
 
 
 def from_kcat_dict(envelope: Any) -> KafkaRecord:

@@ -7,18 +7,15 @@ which is what the pipeline's tests need to control.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
+from exactly_once.kafka.broker import RDKAFKA_LOGGER
 from exactly_once.kafka.kcat import KafkaRecord
 
 # A down broker must fail within seconds, not after librdkafka's default five minutes.
 MESSAGE_TIMEOUT_MS = 10_000
-_QUIET = logging.getLogger("exactly_once.kafka.rdkafka")
-_QUIET.addHandler(logging.NullHandler())
-_QUIET.propagate = False
 
 
 class ProducerError(RuntimeError):
@@ -35,7 +32,7 @@ def _producer(bootstrap: str) -> Producer:
         "socket.timeout.ms": 5_000,
         # Same key -> partition mapping as the Java client (and so Spark and kafka-console tools).
         "partitioner": "murmur2_random",
-        "logger": _QUIET,
+        "logger": RDKAFKA_LOGGER,
     })
 
 

@@ -1,1 +1,1 @@
-"""Runs the pipeline definitions in `pipelines/` on classic PySpark + delta-spark, with Databricks semantics."""
+"""Runs the files in `pipelines/` on classic PySpark + delta-spark, with Databricks semantics."""

@@ -53,7 +53,8 @@ def run_append_flow(spark: SparkSession, flow_name: str, target: str, df: DataFr
                     warehouse: Warehouse, progress: Progress) -> FlowResult:
     if not df.isStreaming:
         raise FlowError(f"flow `{flow_name}` writes to streaming table `{target}` but its query "
-                        "is not a stream; read with spark.readStream or declare a materialized view")
+                        "is not a stream; read with spark.readStream or declare a "
+                        "materialized view")
     result = FlowResult(flow=flow_name, target=target, kind="append")
     started = time.monotonic()
     if not warehouse.has_table(target):

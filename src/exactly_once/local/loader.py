@@ -14,7 +14,7 @@ from exactly_once.local.registry import PipelineGraph
 
 
 def pipeline_files(root: Path) -> list[Path]:
-    """The files a bundle's `libraries: - glob: include: pipelines/**` picks up, in a stable order."""
+    """The files a bundle's `libraries: - glob: include: pipelines/**` picks up, in order."""
     return sorted(p for p in root.rglob("*.py") if "__pycache__" not in p.parts)
 
 

@@ -37,13 +37,15 @@ def spark_jars(jars_dir: Path = JARS_DIR / "spark") -> list[str]:
 
 
 def build_session(warehouse: Path, app_name: str = "exactly-once", shuffle_partitions: int = 4,
-                  extra_conf: dict[str, str] | None = None) -> SparkSession:
+                  extra_conf: dict[str, str] | None = None,
+                  log_level: str = "ERROR") -> SparkSession:
     builder = (
         SparkSession.builder.master("local[2]")
         .appName(app_name)
         .config("spark.jars", ",".join(spark_jars()))
         .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
-        .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+        .config("spark.sql.catalog.spark_catalog",
+                "org.apache.spark.sql.delta.catalog.DeltaCatalog")
         .config("spark.sql.catalogImplementation", "in-memory")
         .config("spark.sql.warehouse.dir", str(warehouse.resolve()))
         .config("spark.sql.session.timeZone", "UTC")
@@ -55,10 +57,11 @@ def build_session(warehouse: Path, app_name: str = "exactly-once", shuffle_parti
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.memory", "4g")
         .config("spark.databricks.delta.snapshotPartitions", "2")
+        .config("spark.sql.streaming.numRecentProgressUpdates", "10000")
         .config("spark.databricks.delta.properties.defaults.checkpointInterval", "50")
     )
     for key, value in (extra_conf or {}).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    spark.sparkContext.setLogLevel(log_level)
     return spark

@@ -28,9 +28,10 @@ def rule_failures(rules: dict[str, str]) -> list[Column]:
 def parse_events(bronze: DataFrame, topic: TopicSettings) -> DataFrame:
     """The topic's records with typed event fields and `errors`: every check the record fails.
 
-    Fields are read as text first and cast with try_cast, so a wrong type names its field
-    (`invalid_sequence`) instead of nulling the whole record. A value that is not a JSON object
-    fails only `malformed_json`: checking its fields would just repeat that.
+    The value is parsed twice: with the contract's types (strict JSON typing: a quoted "42" is
+    not a BIGINT) and as text. A field present as text but NULL when typed has the wrong type,
+    and is named (`invalid_sequence`) instead of silently becoming NULL. A value that is not a
+    JSON object fails only `malformed_json`: checking its fields would just repeat that.
     """
     schema = event_schema(topic)
     as_text = StructType([StructField(f.name, StringType()) for f in schema])
@@ -40,22 +41,19 @@ def parse_events(bronze: DataFrame, topic: TopicSettings) -> DataFrame:
         value.alias("value"),
         F.json_object_keys(value).isNotNull().alias("_is_json_object"),
         F.from_json(value, as_text).alias("_raw"),
+        F.from_json(value, schema).alias("_typed"),
         F.col("topic").alias("kafka_topic"),
         F.col("partition").alias("kafka_partition"),
         F.col("offset").alias("kafka_offset"),
         F.col("timestamp").alias("kafka_timestamp"),
     )
-    typed = records.select(
-        "*",
-        *[F.expr(f"try_cast(_raw.`{f.name}` AS {f.dataType.simpleString()})").alias(f.name)
-          for f in schema],
-    )
+    typed = records.select("*", *[F.col(f"_typed.`{f.name}`").alias(f.name) for f in schema])
     type_errors = [F.when(F.col(f"_raw.`{f.name}`").isNotNull() & F.col(f.name).isNull(),
                           F.lit(f"invalid_{f.name}")) for f in schema]
     checks = F.array(*type_errors, *rule_failures(dict(topic.rules)))
     errors = F.when(~F.col("_is_json_object"), F.array(F.lit(MALFORMED_JSON))).otherwise(
         F.filter(checks, lambda e: e.isNotNull()))
-    return typed.withColumn("errors", errors).drop("_is_json_object", "_raw")
+    return typed.withColumn("errors", errors).drop("_is_json_object", "_raw", "_typed")
 
 
 def valid_events(parsed: DataFrame, topic: TopicSettings) -> DataFrame:

@@ -1,0 +1,251 @@
+"""`exactly-once`: the local platform's command line.
+
+    exactly-once broker start|stop|status      a local Apache Kafka broker (KRaft, loopback)
+    exactly-once produce FILE                  publish a `kcat -C -J` JSONL file
+    exactly-once generate [--events N ...]     publish a synthetic stream with redeliveries
+    exactly-once run [--source ...]            one triggered pipeline update into the warehouse
+
+Errors print one line and exit non-zero; nothing here is meant to end in a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from exactly_once.config import Settings, SettingsError, load_settings
+from exactly_once.paths import BROKER_DIR, DEFAULT_WAREHOUSE
+
+# Partitions per topic when the CLI creates them: more than one, so ordering across partitions
+# is exercised as in production.
+TOPIC_PARTITIONS = 2
+
+
+class CliError(RuntimeError):
+    pass
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    overrides = {}
+    if getattr(args, "bootstrap_servers", None):
+        overrides["exactly_once.kafka.bootstrap_servers"] = args.bootstrap_servers
+    if getattr(args, "source", None):
+        overrides["exactly_once.source"] = args.source
+    return load_settings(args.target, overrides=overrides)
+
+
+def _require_broker(bootstrap: str) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    try:
+        AdminClient({"bootstrap.servers": bootstrap, "logger": _quiet_logger()}).list_topics(
+            timeout=5)
+    except Exception:
+        raise CliError(f"cannot reach Kafka at {bootstrap}; start the local broker with "
+                       "`exactly-once broker start`") from None
+
+
+def _quiet_logger():
+    import logging
+
+    logger = logging.getLogger("exactly_once.cli.rdkafka")
+    logger.addHandler(logging.NullHandler())
+    logger.propagate = False
+    return logger
+
+
+def _ensure_topics(settings: Settings) -> None:
+    from exactly_once.kafka import broker
+
+    broker.ensure_topics(settings.kafka.bootstrap_servers,
+                         {t.topic: TOPIC_PARTITIONS for t in settings.topics.values()})
+
+
+# -- commands ---------------------------------------------------------------------------------
+def cmd_broker(args: argparse.Namespace) -> int:
+    from exactly_once.kafka import broker
+
+    if args.action == "start":
+        info = broker.start(port=args.port, home=args.home)
+        print(f"Kafka broker running at {info.bootstrap} (pid {info.pid}, log {info.log_file})")
+        settings = load_settings(args.target, overrides={
+            "exactly_once.kafka.bootstrap_servers": info.bootstrap})
+        _ensure_topics(settings)
+    elif args.action == "stop":
+        print("Kafka broker stopped" if broker.stop(home=args.home) else "no broker was running")
+    else:
+        info = broker.status(home=args.home)
+        if info is None:
+            print("no broker running")
+            return 3
+        print(f"Kafka broker running at {info.bootstrap} (pid {info.pid})")
+    return 0
+
+
+def cmd_produce(args: argparse.Namespace) -> int:
+    from exactly_once.kafka.kcat import read_kcat_jsonl
+    from exactly_once.kafka.producer import produce_records
+
+    if not args.file.is_file():
+        raise CliError(f"no such file: {args.file}")
+    settings = _settings(args)
+    records = read_kcat_jsonl(args.file)
+    _require_broker(settings.kafka.bootstrap_servers)
+    _ensure_topics(settings)
+    sent = produce_records(settings.kafka.bootstrap_servers, records)
+    print(f"published {sent:,} records from {args.file}")
+    return 0
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    from exactly_once.kafka.generator import GeneratorConfig, generate_stream
+    from exactly_once.kafka.kcat import write_kcat_jsonl
+    from exactly_once.kafka.producer import produce_records
+
+    settings = _settings(args)
+    config = GeneratorConfig(
+        events=args.events, orders=args.orders, players=args.players,
+        duplicate_rate=args.duplicate_rate, late_redelivery_rate=args.late_rate,
+        out_of_order_rate=args.out_of_order_rate, delete_rate=args.delete_rate,
+        malformed_rate=args.malformed_rate, seed=args.seed, start=args.start,
+        orders_topic=settings.topic("orders").topic,
+        rewards_topic=settings.topic("player_rewards").topic,
+    )
+    records = generate_stream(config)
+    if args.output:
+        write_kcat_jsonl(args.output, records)
+        print(f"wrote {len(records):,} records to {args.output}")
+        return 0
+    _require_broker(settings.kafka.bootstrap_servers)
+    _ensure_topics(settings)
+    sent = produce_records(settings.kafka.bootstrap_servers, records)
+    print(f"published {sent:,} records ({config.events:,} events plus redeliveries and "
+          f"malformed records, seed {config.seed})")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    if args.source and args.source.startswith("file:"):
+        path = Path(args.source.removeprefix("file:"))
+        if not path.is_file():
+            raise CliError(f"no such file: {path}")
+        args.source = f"file:{path.resolve()}"
+    settings = _settings(args)
+    if settings.source == "kafka":
+        _require_broker(settings.kafka.bootstrap_servers)
+
+    from exactly_once.local.pipeline import run_pipeline
+    from exactly_once.local.progress import Progress
+    from exactly_once.local.session import build_session
+
+    progress = Progress(quiet=args.quiet)
+    spark = build_session(args.warehouse, log_level="OFF")
+    try:
+        result = run_pipeline(spark, settings, args.warehouse, full_refresh=args.full_refresh,
+                              progress=progress)
+    finally:
+        spark.stop()
+    print(progress.summary(result, bronze="bronze_kafka_events", quarantine="quarantine"))
+    print(f"Delta tables in {args.warehouse.resolve()}")
+    return 0
+
+
+# -- parsing ----------------------------------------------------------------------------------
+def _rate(text: str) -> float:
+    value = float(text)
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"a rate is between 0 and 1, got {text}")
+    return value
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+    return value
+
+
+def _timestamp(text: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an ISO-8601 timestamp: {text}") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+def _source(text: str) -> str:
+    if text != "kafka" and not (text.startswith("file:") and len(text) > 5):
+        raise argparse.ArgumentTypeError("source is `kafka` or `file:PATH`")
+    return text
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="exactly-once", description=__doc__.split("\n")[0])
+    parser.add_argument("--target", default="local", help="settings target in conf/targets")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    broker = sub.add_parser("broker", help="start, stop or check the local Kafka broker")
+    broker.add_argument("action", choices=["start", "stop", "status"])
+    broker.add_argument("--port", type=_positive, default=9092)
+    broker.add_argument("--home", type=Path, default=BROKER_DIR, help="broker data and logs")
+    broker.set_defaults(handler=cmd_broker)
+
+    produce = sub.add_parser("produce", help="publish a kcat -C -J JSONL file")
+    produce.add_argument("file", type=Path)
+    produce.add_argument("--bootstrap-servers")
+    produce.set_defaults(handler=cmd_produce)
+
+    gen = sub.add_parser("generate", help="publish a synthetic stream of both topics")
+    gen.add_argument("--events", type=_positive, default=5000, help="original events")
+    gen.add_argument("--orders", type=_positive, default=500)
+    gen.add_argument("--players", type=_positive, default=200)
+    gen.add_argument("--duplicate-rate", type=_rate, default=0.2)
+    gen.add_argument("--late-rate", type=_rate, default=0.05, help="late redeliveries")
+    gen.add_argument("--out-of-order-rate", type=_rate, default=0.1)
+    gen.add_argument("--delete-rate", type=_rate, default=0.1)
+    gen.add_argument("--malformed-rate", type=_rate, default=0.01)
+    gen.add_argument("--seed", type=int, default=None, help="default: from the clock")
+    gen.add_argument("--start", type=_timestamp, default=None,
+                     help="event time of the first event (default: now)")
+    gen.add_argument("--output", type=Path, help="write kcat JSONL here instead of publishing")
+    gen.add_argument("--bootstrap-servers")
+    gen.set_defaults(handler=cmd_generate)
+
+    run = sub.add_parser("run", help="run the pipeline once (triggered)")
+    run.add_argument("--source", type=_source, help="`kafka` (default) or `file:PATH`")
+    run.add_argument("--warehouse", type=Path, default=DEFAULT_WAREHOUSE)
+    run.add_argument("--full-refresh", action="store_true",
+                     help="drop all tables and checkpoints first")
+    run.add_argument("--bootstrap-servers")
+    run.add_argument("--quiet", action="store_true", help="no per-batch progress")
+    run.set_defaults(handler=cmd_run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if getattr(args, "seed", 0) is None:
+        args.seed = time.time_ns() % 2**31
+    if getattr(args, "start", 0) is None:
+        args.start = datetime.now(timezone.utc)
+    from exactly_once.kafka.broker import BrokerError
+    from exactly_once.kafka.kcat import KcatFormatError
+    from exactly_once.kafka.producer import ProducerError
+    from exactly_once.local.flows import FlowError
+    from exactly_once.local.registry import GraphError
+
+    try:
+        return args.handler(args)
+    except (CliError, SettingsError, BrokerError, ProducerError, KcatFormatError, FlowError,
+            GraphError) as err:
+        print(f"exactly-once: error: {err}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,24 @@
+"""Session fixture: one real Kafka broker for all tests that need it.
+
+Imported by tests/conftest.py (`from kafka_fixtures import kafka_broker`). The broker gets its
+own home under pytest's tmp dir and a free port, so it never touches a developer's broker on
+9092 or .local/kafka.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from exactly_once.kafka import broker
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[broker.BrokerInfo]:
+    home = tmp_path_factory.mktemp("kafka")
+    info = broker.start(port=broker.free_port(), home=home, timeout=90)
+    try:
+        yield info
+    finally:
+        broker.stop(home)
