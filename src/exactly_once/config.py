@@ -22,6 +22,8 @@ from exactly_once.paths import CONF_DIR
 
 PREFIX = "exactly_once"
 _INTERVAL = re.compile(r"^\d+\s+(second|minute|hour|day)s?$")
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 
 
 class SettingsError(ValueError):
@@ -35,6 +37,14 @@ class KafkaSettings:
     max_offsets_per_trigger: int | None = None
     fail_on_data_loss: bool = True
     security_protocol: str = "PLAINTEXT"
+    # SASL (used when security_protocol is SASL_*): the mechanism, and where the credentials live.
+    # Never the credentials themselves: on Databricks they come from `secret_scope`
+    # (keys `sasl_username_key` / `sasl_password_key`), locally from the environment variables
+    # EXACTLY_ONCE_KAFKA_SASL_USERNAME / _PASSWORD. See exactly_once.kafka_security.
+    sasl_mechanism: str = "PLAIN"
+    secret_scope: str = ""
+    sasl_username_key: str = "kafka-sasl-username"
+    sasl_password_key: str = "kafka-sasl-password"
 
 
 @dataclass(frozen=True)
@@ -73,6 +83,10 @@ class Settings:
             f"{PREFIX}.kafka.max_offsets_per_trigger": str(k.max_offsets_per_trigger or ""),
             f"{PREFIX}.kafka.fail_on_data_loss": str(k.fail_on_data_loss).lower(),
             f"{PREFIX}.kafka.security_protocol": k.security_protocol,
+            f"{PREFIX}.kafka.sasl_mechanism": k.sasl_mechanism,
+            f"{PREFIX}.kafka.secret_scope": k.secret_scope,
+            f"{PREFIX}.kafka.sasl_username_key": k.sasl_username_key,
+            f"{PREFIX}.kafka.sasl_password_key": k.sasl_password_key,
             f"{PREFIX}.topics": ",".join(self.topics),
         }
         for name, t in self.topics.items():
@@ -110,7 +124,14 @@ class Settings:
                                             optional("kafka.max_offsets_per_trigger", "")),
             fail_on_data_loss=_as_bool("kafka.fail_on_data_loss",
                                        optional("kafka.fail_on_data_loss", "true")),
-            security_protocol=optional("kafka.security_protocol", "PLAINTEXT"),
+            security_protocol=_one_of("kafka.security_protocol",
+                                      optional("kafka.security_protocol", "PLAINTEXT"),
+                                      SECURITY_PROTOCOLS),
+            sasl_mechanism=_one_of("kafka.sasl_mechanism",
+                                   optional("kafka.sasl_mechanism", "PLAIN"), SASL_MECHANISMS),
+            secret_scope=optional("kafka.secret_scope", ""),
+            sasl_username_key=optional("kafka.sasl_username_key", "kafka-sasl-username"),
+            sasl_password_key=optional("kafka.sasl_password_key", "kafka-sasl-password"),
         )
         topics = {}
         for name in required("topics").split(","):
@@ -134,6 +155,13 @@ class Settings:
             raise SettingsError(f"setting {PREFIX}.source must be `kafka` or `file:PATH`, "
                                 f"got {source!r}")
         return cls(source=source, kafka=kafka, topics=topics)
+
+
+def _one_of(key: str, value: str, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise SettingsError(f"setting {PREFIX}.{key} must be one of {', '.join(allowed)}, "
+                            f"got {value!r}")
+    return value
 
 
 def _missing(key: str):

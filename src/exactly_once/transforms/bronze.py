@@ -8,6 +8,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from exactly_once.config import Settings
+from exactly_once.kafka_security import kafka_security_options
 
 # The Kafka source's columns (with includeHeaders), in its order.
 KAFKA_COLUMNS = ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType",
@@ -28,7 +29,8 @@ def read_kafka(spark: SparkSession, settings: Settings) -> DataFrame:
         .option("startingOffsets", kafka.starting_offsets)
         .option("failOnDataLoss", str(kafka.fail_on_data_loss).lower())
         .option("includeHeaders", "true")
-        .option("kafka.security.protocol", kafka.security_protocol)
+        # PLAINTEXT locally; SASL credentials from a secret scope / env vars, never from conf.
+        .options(**kafka_security_options(kafka))
     )
     if kafka.max_offsets_per_trigger:
         reader = reader.option("maxOffsetsPerTrigger", str(kafka.max_offsets_per_trigger))
