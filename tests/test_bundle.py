@@ -1,0 +1,202 @@
+"""The Databricks bundle: validated by the real Databricks CLI, in step with conf/ and pipelines/.
+
+`databricks bundle validate` resolves the current user from the workspace (and checks the deploy
+folder), so it runs against a stub workspace on loopback that answers those calls. Everything
+else it does (schema, variables, interpolation, path translation) is the real CLI's, with
+`--strict` so that schema warnings (unknown field, wrong type) fail too. `make databricks-cli`
+builds the CLI; `make test` does that first.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+import yaml
+
+from exactly_once import bundle
+from exactly_once.config import load_settings
+from exactly_once.local.loader import pipeline_files
+from exactly_once.paths import PIPELINES_DIR, PROJECT_ROOT
+
+CLI = PROJECT_ROOT / ".cache" / "go" / "bin" / "databricks"
+TARGETS = list(bundle.DEPLOY_TARGETS)
+USER = "ci@example.com"
+
+
+class _Workspace(BaseHTTPRequestHandler):
+    """Just enough of a workspace for `bundle validate`: who am I, and the deploy folder exists."""
+
+    def _reply(self):
+        if self.path.startswith("/api/2.0/preview/scim/v2/Me"):
+            code, body = 200, {"userName": USER, "id": "1", "active": True}
+        elif self.path.startswith("/api/2.0/workspace/get-status"):
+            code, body = 200, {"object_type": "DIRECTORY", "object_id": 1, "path": "/"}
+        elif self.path.startswith("/.well-known/"):
+            code, body = 404, {"error_code": "NOT_FOUND", "message": "stub workspace"}
+        else:
+            code, body = 200, {}
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_GET = do_POST = do_PUT = do_PATCH = _reply
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def workspace():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Workspace)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def validate(workspace, tmp_path_factory):
+    if not CLI.exists():
+        pytest.fail(f"{CLI} is missing: run `make databricks-cli` (make test does)")
+    home = tmp_path_factory.mktemp("home")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABRICKS_", "BUNDLE_VAR_"))}
+    env |= {"DATABRICKS_HOST": workspace, "DATABRICKS_TOKEN": "not-a-secret", "HOME": str(home),
+            "DATABRICKS_CONFIG_FILE": str(home / "none.cfg")}
+
+    def run(root: Path, target: str) -> subprocess.CompletedProcess:
+        return subprocess.run([str(CLI), "bundle", "validate", "--strict", "-t", target,
+                               "-o", "json"], cwd=root, env=env, capture_output=True,
+                              text=True, timeout=120)
+
+    return run
+
+
+def _bundle_copy(dest: Path) -> Path:
+    for name in ("databricks.yml", "pyproject.toml"):
+        shutil.copy(PROJECT_ROOT / name, dest / name)
+    for name in ("resources", "pipelines"):
+        shutil.copytree(PROJECT_ROOT / name, dest / name)
+    return dest
+
+
+@pytest.fixture(scope="module")
+def validated(validate) -> dict[str, dict]:
+    results = {}
+    for target in TARGETS:
+        result = validate(PROJECT_ROOT, target)
+        assert result.returncode == 0, f"bundle validate -t {target}:\n{result.stderr}"
+        results[target] = json.loads(result.stdout)
+    return results
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_bundle_validates_and_carries_the_targets_settings(validated, target):
+    config = validated[target]
+    pipeline = config["resources"]["pipelines"][bundle.PIPELINE_KEY]
+    assert pipeline["configuration"] == load_settings(target).to_conf()
+    assert pipeline["catalog"] and pipeline["schema"] and "${" not in pipeline["schema"]
+    assert pipeline["continuous"] is False
+    assert config["bundle"]["mode"] == ("development" if target == "dev" else "production")
+    [library] = pipeline["libraries"]
+    assert library["glob"]["include"].endswith("/files/pipelines/**")
+    assert pipeline["environment"]["dependencies"] == ["./dist/*.whl"]
+
+
+def test_prod_has_an_explicit_root_path_and_permissions(validated):
+    prod = validated["prod"]
+    assert prod["workspace"]["root_path"] == f"/Workspace/Users/{USER}/.bundle/exactly_once/prod"
+    assert prod["permissions"]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_quality_job_refreshes_the_pipeline_then_validates(validated, target):
+    job = validated[target]["resources"]["jobs"]["exactly_once_quality"]
+    refresh, check = job["tasks"]
+    assert refresh["pipeline_task"]["pipeline_id"] == \
+        f"${{resources.pipelines.{bundle.PIPELINE_KEY}.id}}"
+    assert check["depends_on"] == [{"task_key": refresh["task_key"]}]
+    wheel = check["python_wheel_task"]
+    assert (wheel["package_name"], wheel["entry_point"]) == ("exactly_once_lakehouse",
+                                                            "exactly-once")
+    assert wheel["parameters"] == ["--target", target, "quality", "validate"]
+
+
+@pytest.mark.parametrize("breakage, target, message", [
+    (("resources/exactly_once.pipeline.yml", "      photon: true\n",
+      "      photon: true\n      serverles: true\n"), "dev", "unknown field: serverles"),
+    (("resources/exactly_once.pipeline.yml", "continuous: false", "continuous: maybe"), "dev",
+     "expected bool, found string"),
+    (("databricks.yml", "      kafka_secret_scope: exactly-once-prod\n", ""), "prod",
+     "no value assigned to required variable kafka_secret_scope"),
+    (("databricks.yml", "  name: exactly_once\n", "  name: [exactly_once]\n"), "dev",
+     "expected string, found sequence"),
+])
+def test_a_broken_bundle_fails_validation(validate, tmp_path, breakage, target, message):
+    root = _bundle_copy(tmp_path)
+    path, old, new = breakage
+    text = (root / path).read_text()
+    assert old in text
+    (root / path).write_text(text.replace(old, new, 1))
+    result = validate(root, target)
+    assert result.returncode != 0 and message in result.stderr, result.stderr
+
+
+def test_library_globs_resolve_to_the_files_the_local_runtime_loads():
+    resource = yaml.safe_load(bundle.PIPELINE_RESOURCE.read_text())
+    pipeline = resource["resources"]["pipelines"][bundle.PIPELINE_KEY]
+    deployed = set()
+    for library in pipeline["libraries"]:
+        pattern = library["glob"]["include"]
+        # Bundle paths are relative to the file that names them; `**` matches every file below.
+        base = (bundle.PIPELINE_RESOURCE.parent / pattern.removesuffix("**")).resolve()
+        assert pattern.endswith("/**") and base.is_dir(), pattern
+        deployed |= {p for p in base.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+    assert deployed == set(pipeline_files(PIPELINES_DIR)) != set()
+
+
+def test_generated_pipeline_resource_and_dbx_file_are_up_to_date():
+    assert bundle.problems() == []
+
+
+def test_every_setting_that_differs_between_targets_is_a_bundle_variable(tmp_path):
+    conf = tmp_path / "conf"
+    shutil.copytree(PROJECT_ROOT / "conf", conf)
+    prod = conf / "targets" / "prod.yml"
+    prod.write_text(prod.read_text().replace("starting_offsets: earliest",
+                                             "starting_offsets: latest"))
+    with pytest.raises(ValueError, match="exactly_once.kafka.starting_offsets differs"):
+        bundle.pipeline_configuration(conf_dir=conf)
+
+
+@pytest.mark.parametrize("old, new, message", [
+    ("      kafka_bootstrap_servers: kafka-prod.example.com:9093\n", "",
+     "target prod sets kafka_bootstrap_servers=None"),
+    ("      orders_watermark_delay: 10 minutes\n", "      orders_watermark_delay: 1 hour\n",
+     "target dev sets orders_watermark_delay='1 hour', conf/targets/dev.yml gives '10 minutes'"),
+    ("      catalog: main\n", "", "target dev does not set variable catalog"),
+])
+def test_bundle_variables_must_match_the_conf_targets(tmp_path, old, new, message):
+    copy = tmp_path / "databricks.yml"
+    text = bundle.BUNDLE_FILE.read_text()
+    assert old in text
+    copy.write_text(text.replace(old, new, 1))
+    assert any(message in p for p in bundle.problems(bundle_file=copy)), bundle.problems(
+        bundle_file=copy)
+
+
+def test_no_secret_values_in_deployment_files():
+    files = [bundle.BUNDLE_FILE, *sorted((PROJECT_ROOT / "resources").glob("*.yml")),
+             bundle.DBX_DEPLOYMENT, *sorted((PROJECT_ROOT / "conf").rglob("*.yml"))]
+    for path in files:
+        text = path.read_text().lower()
+        for word in ("password:", "sasl.jaas.config", "token:", "dapi"):
+            assert word not in text, f"{path}: {word}"

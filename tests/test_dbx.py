@@ -1,0 +1,72 @@
+"""dbx 0.8 (legacy deployments): its own environment, and a deployment file describing the same
+pipeline files, settings and quality job as the bundle. `make dbx-env` installs it (make test does).
+"""
+
+from __future__ import annotations
+
+import subprocess
+
+import pydantic
+import pytest
+import yaml
+
+from exactly_once import bundle
+from exactly_once.config import load_settings
+from exactly_once.local.loader import pipeline_files
+from exactly_once.paths import PIPELINES_DIR, PROJECT_ROOT
+
+DBX_VENV = PROJECT_ROOT / ".venv-dbx"
+DBX = DBX_VENV / "bin" / "dbx"
+
+
+def _dbx_python(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(DBX_VENV / "bin" / "python"), "-c", code], capture_output=True,
+                          text=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def dbx():
+    if not DBX.exists():
+        pytest.fail(f"{DBX} is missing: run `make dbx-env` (make test does)")
+    return DBX
+
+
+def test_main_environment_keeps_pydantic_v2():
+    assert pydantic.VERSION.startswith("2"), pydantic.VERSION
+
+
+@pytest.mark.parametrize("args", [["--help"], ["deploy", "--help"]])
+def test_dbx_runs_in_its_own_environment(dbx, args):
+    result = subprocess.run([str(dbx), *args], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Usage: dbx" in result.stdout
+
+
+def test_deployment_file_parses_with_dbx_own_models(dbx):
+    # dbx's pydantic-v1 models, as `dbx deploy` reads the file (no workspace needed for this).
+    result = _dbx_python(
+        "from pathlib import Path\n"
+        "from dbx.api.config_reader import ConfigReader\n"
+        f"reader = ConfigReader(Path({str(bundle.DBX_DEPLOYMENT)!r}))\n"
+        "for env in ('dev', 'prod'):\n"
+        "    config = reader.get_environment(env)\n"
+        "    print(env, [(type(w).__name__, w.name) for w in config.payload.workflows])\n")
+    assert result.returncode == 0, result.stderr
+    for env in bundle.DEPLOY_TARGETS:
+        assert f"{env} [('Pipeline', 'exactly_once_pipeline_{env}'), " \
+               f"('Workflow', 'exactly_once_quality_{env}')]" in result.stdout
+
+
+def test_deployment_file_describes_the_same_pipeline_and_quality_job():
+    doc = yaml.safe_load(bundle.DBX_DEPLOYMENT.read_text())
+    local_files = [p.relative_to(PROJECT_ROOT).as_posix() for p in pipeline_files(PIPELINES_DIR)]
+    for env in bundle.DEPLOY_TARGETS:
+        pipeline, job = doc["environments"][env]["workflows"]
+        folder = bundle.DBX_GIT_FOLDER.format(target=env)
+        assert [lib["file"]["path"] for lib in pipeline["libraries"]] == \
+            [f"{folder}/{f}" for f in local_files]
+        assert pipeline["configuration"] == load_settings(env).to_conf()
+        refresh, check = job["tasks"]
+        assert refresh["pipeline_task"]["pipeline_id"] == f"pipeline://{pipeline['name']}"
+        assert check["python_wheel_task"]["entry_point"] == "exactly-once"
+        assert check["python_wheel_task"]["parameters"] == ["--target", env, "quality", "validate"]
