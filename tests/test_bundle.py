@@ -131,8 +131,8 @@ def test_quality_job_refreshes_the_pipeline_then_validates(validated, target):
 
 
 @pytest.mark.parametrize("breakage, target, message", [
-    (("resources/exactly_once.pipeline.yml", "      photon: true\n",
-      "      photon: true\n      serverles: true\n"), "dev", "unknown field: serverles"),
+    (("resources/exactly_once.pipeline.yml", "      channel: CURRENT\n",
+      "      channel: CURRENT\n      serverles: true\n"), "dev", "unknown field: serverles"),
     (("resources/exactly_once.pipeline.yml", "continuous: false", "continuous: maybe"), "dev",
      "expected bool, found string"),
     (("databricks.yml", "      kafka_secret_scope: exactly-once-prod\n", ""), "prod",

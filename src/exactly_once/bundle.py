@@ -107,7 +107,6 @@ resources:
       schema: ${{var.schema}}
       serverless: true            # for classic compute: remove, and add `clusters:` + `edition`
       continuous: false           # triggered updates; the job below starts them
-      photon: true
       channel: CURRENT
       root_path: ../pipelines
       libraries:
