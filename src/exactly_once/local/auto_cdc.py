@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from delta.tables import DeltaTable
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
@@ -67,10 +67,14 @@ def _with_change_columns(events: DataFrame, spec: AutoCdcSpec) -> DataFrame:
     return events.withColumn(SEQUENCE, spec.sequence_by).withColumn(IS_DELETE, is_delete)
 
 
-def _has_null_key_or_sequence(spec: AutoCdcSpec):
+def _has_null_key_or_sequence(events: DataFrame, spec: AutoCdcSpec) -> Column:
+    """NULL keys, or a NULL sequence; a struct sequence counts as NULL if any field is."""
+    sequence_type = events.schema[SEQUENCE].dataType
+    parts = [F.col(f"{SEQUENCE}.`{f.name}`") for f in sequence_type.fields] \
+        if isinstance(sequence_type, StructType) else []
     cond = F.col(SEQUENCE).isNull()
-    for key in spec.keys:
-        cond = cond | F.col(key).isNull()
+    for column in [*parts, *(F.col(k) for k in spec.keys)]:
+        cond = cond | column.isNull()
     return cond
 
 
@@ -104,7 +108,7 @@ def apply_scd1_batch(spark: SparkSession, batch: DataFrame, batch_id: int, spec:
     events = _with_change_columns(batch, spec).persist()
     try:
         total = events.count()
-        bad = _has_null_key_or_sequence(spec)
+        bad = _has_null_key_or_sequence(events, spec)
         rejected = events.where(bad).count()
         latest = latest_per_key(events.where(~bad), spec)
         state = spark.read.format("delta").load(state_path)

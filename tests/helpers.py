@@ -1,0 +1,44 @@
+"""Small builders shared by tests: Kafka-shaped rows and order/reward payloads."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+from pyspark.sql import DataFrame, SparkSession
+
+from exactly_once.transforms.bronze import KAFKA_COLUMNS
+
+KAFKA_SCHEMA = ("key BINARY, value BINARY, topic STRING, partition INT, offset BIGINT, "
+                "timestamp TIMESTAMP, timestampType INT, "
+                "headers ARRAY<STRUCT<key: STRING, value: BINARY>>")
+
+
+def order(event_id: str, order_id: str, sequence, event_type: str = "order_updated",
+          status: str = "paid", amount="10.00", occurred_at: str = "2026-11-21T10:00:00Z",
+          **extra) -> dict:
+    payload = {"event_id": event_id, "event_type": event_type, "order_id": order_id,
+               "sequence": sequence, "occurred_at": occurred_at, "customer_id": "c1",
+               "status": status, "amount": amount, "currency": "EUR"}
+    payload.update(extra)
+    return payload
+
+
+def reward(event_id: str, player_id: str, xp, occurred_at: str = "2026-11-21T10:00:00Z") -> dict:
+    return {"event_id": event_id, "event_type": "xp_granted", "player_id": player_id, "xp": xp,
+            "reason": "quest", "occurred_at": occurred_at}
+
+
+def kafka_rows(spark: SparkSession, records: list[tuple[str, str | None, object]],
+               first_offset: int = 0) -> DataFrame:
+    """(topic, key, payload) triples as the Kafka source would deliver them.
+
+    A dict payload is sent as JSON; a str payload is sent as is (for malformed values).
+    """
+    now = datetime(2026, 11, 21, tzinfo=timezone.utc)
+    rows = []
+    for i, (topic, key, payload) in enumerate(records):
+        value = payload if isinstance(payload, str) else json.dumps(payload)
+        rows.append((None if key is None else key.encode(), value.encode(), topic, 0,
+                     first_offset + i, now, 0, []))
+    return spark.createDataFrame(rows, KAFKA_SCHEMA).select(*KAFKA_COLUMNS)
