@@ -15,6 +15,7 @@ dp.create_streaming_table(
 for topic in settings.topics.values():
 
     @dp.append_flow(target="quarantine", name=f"quarantine_{topic.name}")
+    @dp.expect("names_its_reasons", "size(errors) > 0 AND reason <> ''")
     def quarantine_topic(topic=topic):
         parsed = parse_events(spark.readStream.table("bronze_kafka_events"), topic)
         return quarantined_records(parsed, topic)

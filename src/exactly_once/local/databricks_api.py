@@ -7,12 +7,13 @@ from contextlib import contextmanager
 
 from pyspark import pipelines as dp
 
-from exactly_once.local import auto_cdc_spec
+from exactly_once.local import auto_cdc_spec, expectations
 
 # name on `pyspark.pipelines` -> local implementation
 _LOCAL_API = {
     "create_auto_cdc_flow": auto_cdc_spec.create_auto_cdc_flow,
     "apply_changes": auto_cdc_spec.create_auto_cdc_flow,  # the legacy DLT name
+    **expectations.DECORATORS,  # expect, expect_or_drop, expect_or_fail, expect_all, ...
 }
 
 

@@ -19,12 +19,19 @@ from exactly_once.local.auto_cdc import (
     target_schema,
 )
 from exactly_once.local.auto_cdc_spec import AutoCdcSpec
+from exactly_once.local.expectations import failure_message
 from exactly_once.local.progress import FlowResult, Progress
 from exactly_once.local.warehouse import Warehouse
 
 
 class FlowError(RuntimeError):
     """A flow failed; the message names it."""
+
+
+def _flow_error(flow: str, err: BaseException) -> FlowError:
+    """The failed expectation (name, dataset, record) if that stopped it, else the first line."""
+    return FlowError(f"flow `{flow}` failed: "
+                     f"{failure_message(err) or str(err).splitlines()[0]}")
 
 
 def _await(query: StreamingQuery, result: FlowResult, progress: Progress) -> None:
@@ -45,7 +52,7 @@ def _await(query: StreamingQuery, result: FlowResult, progress: Progress) -> Non
         while not query.awaitTermination(0.5):
             report()
     except Exception as err:  # StreamingQueryException: keep the cause, name the flow
-        raise FlowError(f"flow `{result.flow}` failed: {str(err).splitlines()[0]}") from err
+        raise _flow_error(result.flow, err) from err
     report()
 
 
@@ -80,8 +87,11 @@ def run_materialized_view(spark: SparkSession, flow_name: str, target: str, df: 
     """Recompute the whole view and replace the table's contents in one Delta commit."""
     result = FlowResult(flow=flow_name, target=target, kind="materialized_view")
     started = time.monotonic()
-    df.write.format("delta").mode("overwrite").option("overwriteSchema", "true") \
-        .save(str(warehouse.table_path(target).resolve()))
+    try:
+        df.write.format("delta").mode("overwrite").option("overwriteSchema", "true") \
+            .save(str(warehouse.table_path(target).resolve()))
+    except Exception as err:  # nothing was committed: the table keeps its previous version
+        raise _flow_error(flow_name, err) from err
     warehouse.register(spark, target)
     result.output_rows = warehouse.row_count(spark, target)
     result.batches = 1

@@ -20,8 +20,18 @@ class FlowResult:
     cdc_rejected: int = 0
     cdc_stale: int = 0  # AUTO CDC events older than the stored state
     seconds: float = 0.0
+    status: str = "COMPLETED"  # or FAILED, as the event log reports it
+    error: str | None = None
+    # Expectations (local/expectations.py): summed streaming `observedMetrics`, then per rule.
+    observed: dict[str, dict[str, int]] = field(default_factory=dict)
+    expectations: list = field(default_factory=list)  # [ExpectationMetric]
+    dropped_records: int | None = None  # None: the flow has no expectations
 
     def add_streaming_progress(self, progress: dict) -> None:
+        for name, values in (progress.get("observedMetrics") or {}).items():
+            sums = self.observed.setdefault(name, {})
+            for key, value in values.items():
+                sums[key] = sums.get(key, 0) + int(value or 0)
         if not progress.get("numInputRows") and not progress.get("stateOperators"):
             return
         self.batches += 1

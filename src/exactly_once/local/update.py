@@ -12,9 +12,10 @@ import time
 from pyspark.pipelines.flow import Flow
 from pyspark.sql import DataFrame, SparkSession
 
-from exactly_once.local import flows
+from exactly_once.local import event_log, flows
 from exactly_once.local.auto_cdc_spec import AutoCdcSpec
-from exactly_once.local.progress import Progress, UpdateResult
+from exactly_once.local.expectations import ObservedExpectations, apply_expectations, declared
+from exactly_once.local.progress import FlowResult, Progress, UpdateResult
 from exactly_once.local.reads import resolved_reads
 from exactly_once.local.registry import GraphError, PipelineGraph
 from exactly_once.local.warehouse import Warehouse
@@ -28,6 +29,10 @@ class PipelineUpdate:
         self._updated: set[str] = set()
         self._updating: list[str] = []
         self.result = UpdateResult()
+        self.update_id = event_log.new_update_id()
+        # Expectations of temporary views read by the flow being set up (a stack: flow functions
+        # may update upstream datasets, and so run other flows, while they build their query).
+        self._observed: list[ObservedExpectations] = []
 
     def run(self, full_refresh: bool = False) -> UpdateResult:
         started = time.monotonic()
@@ -37,9 +42,12 @@ class PipelineUpdate:
         for name in tables:
             if self.warehouse.has_table(name):
                 self.warehouse.register(self.spark, name)
-        with resolved_reads(self._resolve):
-            for name in tables:
-                self._update(name)
+        try:
+            with resolved_reads(self._resolve):
+                for name in tables:
+                    self._update(name)
+        finally:  # one flow_progress row per flow that ran, failed ones included
+            event_log.append(self.spark, self.warehouse.root, self.result.flows, self.update_id)
         self.result.table_rows = {name: self.warehouse.row_count(self.spark, name)
                                   for name in tables}
         self.result.seconds = time.monotonic() - started
@@ -50,7 +58,10 @@ class PipelineUpdate:
             return None  # not ours: an ordinary catalog table
         if self.graph.is_view(name):
             (view_flow,) = self.graph.flows_into(name)
-            return view_flow.func()
+            df, observed = apply_expectations(view_flow.func(), declared(view_flow.func), name)
+            if observed is not None:  # counted by the flow that reads the view
+                self._observed.append(observed)
+            return df
         self._update(name)
         reader = self.spark.readStream if streaming else self.spark.read
         return reader.format("delta").load(str(self.warehouse.table_path(name).resolve()))
@@ -70,20 +81,40 @@ class PipelineUpdate:
     def _run_flow(self, flow: Flow | AutoCdcSpec):
         kind = "auto_cdc" if isinstance(flow, AutoCdcSpec) else (
             "materialized_view" if self.graph.is_materialized_view(flow.target) else "append")
+        observed: list[ObservedExpectations] = []
         if isinstance(flow, AutoCdcSpec):
             source = self._resolve(flow.source, streaming=True)
             if source is None:
                 raise GraphError(f"AUTO CDC flow `{flow.name}` reads `{flow.source}`, "
                                  "which the pipeline does not define")
-            self.progress.flow_started(flow.name, kind)
-            result = flows.run_auto_cdc_flow(self.spark, flow, source, self.warehouse,
-                                             self.progress)
+
+            def run():
+                return flows.run_auto_cdc_flow(self.spark, flow, source, self.warehouse,
+                                               self.progress)
         else:
-            df = flow.func()  # may update upstream datasets first, through _resolve
-            self.progress.flow_started(flow.name, kind)
+            outer, self._observed = self._observed, []
+            try:
+                df = flow.func()  # may update upstream datasets first, through _resolve
+                df, own = apply_expectations(df, declared(flow.func), flow.target)
+                observed = [*self._observed, *([own] if own else [])]
+            finally:
+                self._observed = outer
             runner = flows.run_materialized_view if kind == "materialized_view" \
                 else flows.run_append_flow
-            result = runner(self.spark, flow.name, flow.target, df, self.warehouse,
-                            self.progress)
+
+            def run():
+                return runner(self.spark, flow.name, flow.target, df, self.warehouse,
+                              self.progress)
+        self.progress.flow_started(flow.name, kind)
+        try:
+            result = run()
+        except flows.FlowError as err:  # the event log records the failure, then it propagates
+            self.result.flows.append(FlowResult(flow=flow.name, target=flow.target, kind=kind,
+                                                status="FAILED", error=str(err)))
+            raise
+        for o in observed:  # expectation counts, from the same pass that wrote the rows
+            o.collect(result.observed)
+            result.expectations += o.metrics
+            result.dropped_records = (result.dropped_records or 0) + o.dropped_records
         self.progress.flow_finished(result)
         return result

@@ -1,0 +1,211 @@
+"""Databricks pipeline expectations for the local runtime: the decorators and their evaluation.
+
+On Databricks `dp.expect*` are native. Open-source pyspark has none, so while pipeline files load
+(`databricks_api.installed()`) these versions record each expectation on the query function,
+which pyspark's `dp.table` / `dp.append_flow` / `dp.materialized_view` / `dp.temporary_view` keep
+as `Flow.func`. The runtime then wraps the flow's DataFrame with `apply_expectations`:
+
+* every constraint becomes a boolean; NULL counts as a failure (as on Databricks);
+* one `observe()` counts, in the same pass that writes the data, the rows each constraint passed
+  and failed and the rows dropped: per micro-batch for streams (StreamingQueryProgress
+  `observedMetrics`), once for a batch write (`Observation`);
+* `warn` keeps the row, `drop` filters it out, `fail` raises inside the query (`raise_error`), so
+  the micro-batch or batch write aborts before its Delta commit and the target stays unchanged.
+  The error names the expectation, the dataset and the failing record.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from pyspark.sql import Column, DataFrame, Observation
+from pyspark.sql import functions as F
+
+WARN, DROP, FAIL = "warn", "drop", "fail"
+ATTRIBUTE = "_expectations"  # on the query function: list[Expectation], in declaration order
+_FAILURE = re.compile(r"\[USER_RAISED_EXCEPTION\] (expectation `[^`]+` on dataset `[^`]+` failed "
+                      r"for record: .*?)(?: SQLSTATE: \w+)?$", re.MULTILINE)
+_ids = itertools.count()
+
+
+class ExpectationError(ValueError):
+    """An expectation is declared wrongly (not a SQL expression, duplicate name...)."""
+
+
+@dataclass(frozen=True)
+class Expectation:
+    name: str
+    constraint: str  # SQL boolean expression
+    action: str  # warn | drop | fail
+
+
+@dataclass
+class ExpectationMetric:
+    """What Databricks reports per expectation per flow update."""
+
+    name: str
+    dataset: str
+    passed_records: int = 0
+    failed_records: int = 0
+
+
+# -- the decorators (same signatures as Databricks) --------------------------------------------
+def _decorator(expectations: list[Expectation]) -> Callable:
+    def decorate(func):
+        if not callable(func):
+            raise ExpectationError("expectation decorators go below @dp.table / "
+                                   "@dp.materialized_view / @dp.append_flow, on the function")
+        declared = getattr(func, ATTRIBUTE, [])
+        # Decorators apply bottom-up; keep the order they are written in.
+        setattr(func, ATTRIBUTE, [*expectations, *declared])
+        return func
+
+    return decorate
+
+
+def _one(name: str, constraint: str, action: str) -> Callable:
+    return _decorator([Expectation(name, constraint, action)])
+
+
+def _all(expectations: Mapping[str, str], action: str) -> Callable:
+    if not isinstance(expectations, Mapping):
+        raise ExpectationError("expect_all* takes a dict of name -> SQL constraint")
+    return _decorator([Expectation(n, c, action) for n, c in expectations.items()])
+
+
+def expect(name: str, constraint: str) -> Callable:
+    return _one(name, constraint, WARN)
+
+
+def expect_or_drop(name: str, constraint: str) -> Callable:
+    return _one(name, constraint, DROP)
+
+
+def expect_or_fail(name: str, constraint: str) -> Callable:
+    return _one(name, constraint, FAIL)
+
+
+def expect_all(expectations: Mapping[str, str]) -> Callable:
+    return _all(expectations, WARN)
+
+
+def expect_all_or_drop(expectations: Mapping[str, str]) -> Callable:
+    return _all(expectations, DROP)
+
+
+def expect_all_or_fail(expectations: Mapping[str, str]) -> Callable:
+    return _all(expectations, FAIL)
+
+
+DECORATORS = {f.__name__: f for f in (expect, expect_or_drop, expect_or_fail, expect_all,
+                                      expect_all_or_drop, expect_all_or_fail)}
+
+
+def declared(func) -> list[Expectation]:
+    return list(getattr(func, ATTRIBUTE, []) or [])
+
+
+# -- evaluation --------------------------------------------------------------------------------
+@dataclass
+class ObservedExpectations:
+    """The expectations applied to one DataFrame and where their counts will appear."""
+
+    name: str  # observed-metric name (streaming progress `observedMetrics` key)
+    dataset: str
+    expectations: list[Expectation]
+    observation: Observation | None = None  # batch queries only
+    metrics: list[ExpectationMetric] = field(default_factory=list)
+    dropped_records: int = 0
+
+    def collect(self, observed: Mapping[str, Mapping[str, int]] | None = None) -> None:
+        """Fill the metrics from summed streaming `observedMetrics`, or from the Observation."""
+        if self.observation is not None:
+            values = dict(self.observation.get)
+        else:
+            values = dict((observed or {}).get(self.name, {}))
+        total = int(values.get("total", 0) or 0)
+        self.dropped_records = int(values.get("dropped", 0) or 0)
+        self.metrics = []
+        for i, e in enumerate(self.expectations):
+            failed = int(values.get(f"failed_{i}", 0) or 0)
+            self.metrics.append(ExpectationMetric(e.name, self.dataset, total - failed, failed))
+
+
+def apply_expectations(df: DataFrame, expectations: list[Expectation],
+                       dataset: str) -> tuple[DataFrame, ObservedExpectations | None]:
+    """`df` with the expectations enforced and counted; None when there are none."""
+    if not expectations:
+        return df, None
+    names = [e.name for e in expectations]
+    if len(set(names)) != len(names):
+        raise ExpectationError(f"dataset `{dataset}` declares an expectation name twice: {names}")
+    columns = df.columns
+    flags = []
+    for i, e in enumerate(expectations):
+        try:
+            condition = F.expr(e.constraint)
+        except Exception as err:
+            raise ExpectationError(f"expectation `{e.name}` on dataset `{dataset}` is not a SQL "
+                                   f"expression: {e.constraint!r}") from err
+        flags.append((f"__expect_{i}", e, F.coalesce(condition, F.lit(False))))
+    checked = df.select("*", *[cond.alias(col) for col, _, cond in flags])
+    ok = {col: F.col(col) for col, _, _ in flags}
+    drop_ok = _all_true([ok[col] for col, e, _ in flags if e.action == DROP])
+
+    name = f"expectations_{dataset}_{next(_ids)}"
+    metrics = [F.count(F.lit(1)).alias("total"),
+               *[F.count_if(~ok[col]).alias(f"failed_{i}") for i, (col, _, _) in
+                 enumerate(flags)],
+               F.count_if(~drop_ok).alias("dropped")]
+    observed = ObservedExpectations(name, dataset, list(expectations))
+    if df.isStreaming:
+        checked = checked.observe(name, *metrics)
+    else:
+        observed.observation = Observation(name)
+        checked = checked.observe(observed.observation, *metrics)
+
+    fails = [(ok[col], e) for col, e, _ in flags if e.action == FAIL]
+    if fails:
+        failed_name = F.coalesce(*[F.when(~c, F.lit(e.name)) for c, e in fails])
+        record = F.to_json(F.struct(*[F.col(f"`{c}`") for c in columns]))
+        message = F.concat(F.lit("expectation `"), failed_name,
+                           F.lit(f"` on dataset `{dataset}` failed for record: "), record)
+        checked = checked.where(F.when(failed_name.isNotNull(), F.raise_error(message))
+                                .otherwise(F.lit(True)))
+    if any(e.action == DROP for e in expectations):
+        checked = checked.where(drop_ok)
+    return checked.drop(*ok), observed
+
+
+def _all_true(conditions: list[Column]) -> Column:
+    result = F.lit(True)
+    for c in conditions:
+        result = result & c
+    return result
+
+
+def failure_message(err: BaseException) -> str | None:
+    """The expectation failure inside a (streaming) query error, if that is what stopped it."""
+    texts, seen = [], set()
+    pending: list = [err]
+    while pending:
+        e = pending.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        texts += [str(e), str(getattr(e, "_stackTrace", "") or "")]
+        pending += [getattr(e, "__cause__", None), getattr(e, "__context__", None)]
+        java = getattr(e, "_origin", None)  # py4j: walk the JVM cause chain
+        for _ in range(20):
+            if java is None:
+                break
+            try:
+                texts.append(str(java.toString()))
+                java = java.getCause()
+            except Exception:
+                break
+    match = _FAILURE.search("\n".join(texts))
+    return match.group(1) if match else None
