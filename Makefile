@@ -9,7 +9,7 @@ MVN    := mvn -q -B -Dmaven.repo.local=$(CURDIR)/$(M2)
 
 .PHONY: setup jars demo test lint broker-start broker-stop clean
 
-setup: $(VENV)/.installed $(JARS)/.resolved databricks-cli dbx-env
+setup: $(VENV)/.installed $(JARS)/.resolved databricks-cli dbx-env chromium
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -90,3 +90,8 @@ bundle-config: $(VENV)/.installed
 # `databricks bundle validate --strict` for both targets, offline (tests/test_bundle.py does this).
 bundle-validate: setup
 	$(BIN)/pytest -q tests/test_bundle.py
+
+# Headless Chromium (Debian package) for the dashboard test; installed only when missing.
+.PHONY: chromium
+chromium:
+	test -x /usr/bin/chromium || (apt-get update && apt-get install -y chromium)

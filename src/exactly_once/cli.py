@@ -4,6 +4,7 @@
     exactly-once produce FILE                  publish a `kcat -C -J` JSONL file
     exactly-once generate [--events N ...]     publish a synthetic stream with redeliveries
     exactly-once run [--source ...]            one triggered pipeline update into the warehouse
+    exactly-once quality validate|dashboard    Great Expectations + Data Docs; the HTML dashboard
 
 Errors print one line and exit non-zero; nothing here is meant to end in a traceback.
 """
@@ -153,6 +154,53 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _quality_session(args: argparse.Namespace):
+    """The local session (with Delta) for the local warehouse, else the platform's session."""
+    if args.warehouse is not None or args.target == "local":
+        from exactly_once.local.session import build_session
+
+        return build_session(args.warehouse or DEFAULT_WAREHOUSE, log_level="OFF")
+    from pyspark.sql import SparkSession
+
+    return SparkSession.builder.getOrCreate()
+
+
+def cmd_quality_validate(args: argparse.Namespace) -> int:
+    from exactly_once.quality.gx_suites import load_quality
+    from exactly_once.quality.validate import catalog_reader, validate, warehouse_reader
+
+    settings = _settings(args)
+    quality = load_quality(args.target)
+    warehouse = args.warehouse or (DEFAULT_WAREHOUSE if args.target == "local" else None)
+    if warehouse is not None and not warehouse.is_dir():
+        raise CliError(f"no warehouse at {warehouse}; run `exactly-once run` first")
+    spark = _quality_session(args)
+    try:
+        read = warehouse_reader(spark, warehouse) if warehouse is not None \
+            else catalog_reader(spark, args.schema)
+        report = validate(spark, read, quality, settings, data_docs=args.data_docs)
+    finally:
+        if warehouse is not None:
+            spark.stop()
+    print(report.summary())
+    return 0 if report.success else 2
+
+
+def cmd_quality_dashboard(args: argparse.Namespace) -> int:
+    from exactly_once.quality.dashboard import build_dashboard
+
+    warehouse = args.warehouse or DEFAULT_WAREHOUSE
+    if not warehouse.is_dir():
+        raise CliError(f"no warehouse at {warehouse}; run `exactly-once run` first")
+    spark = _quality_session(args)
+    try:
+        data = build_dashboard(spark, warehouse, args.output, data_docs=args.data_docs)
+    finally:
+        spark.stop()
+    print(f"dashboard of {len(data.updates)} update(s) written to {args.output.resolve()}")
+    return 0
+
+
 # -- parsing ----------------------------------------------------------------------------------
 def _rate(text: str) -> float:
     value = float(text)
@@ -222,6 +270,25 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--bootstrap-servers")
     run.add_argument("--quiet", action="store_true", help="no per-batch progress")
     run.set_defaults(handler=cmd_run)
+
+    from exactly_once.quality.paths import DEFAULT_DASHBOARD, DEFAULT_DATA_DOCS
+
+    quality = sub.add_parser("quality", help="data quality: GX validation, dashboard")
+    qsub = quality.add_subparsers(dest="quality_command", required=True)
+    validate = qsub.add_parser("validate", help="validate silver and gold tables with Great "
+                               "Expectations and build Data Docs; exit 2 when a suite fails")
+    validate.add_argument("--warehouse", type=Path, default=None,
+                          help=f"local warehouse (default for target local: {DEFAULT_WAREHOUSE})")
+    validate.add_argument("--schema", help="catalog.schema of the tables (non-local targets)")
+    validate.add_argument("--data-docs", type=Path, default=DEFAULT_DATA_DOCS)
+    validate.set_defaults(handler=cmd_quality_validate)
+    dash = qsub.add_parser("dashboard", help="build the static HTML expectation dashboard")
+    dash.add_argument("--warehouse", type=Path, default=None)
+    dash.add_argument("--output", type=Path, default=DEFAULT_DASHBOARD)
+    dash.add_argument("--data-docs", type=Path, default=DEFAULT_DATA_DOCS,
+                      help="Data Docs to link to, when built")
+    for p in (validate, dash):  # the Databricks job passes --target after the subcommand
+        p.add_argument("--target", default=argparse.SUPPRESS, help="settings target")
     return parser
 
 
@@ -236,11 +303,12 @@ def main(argv: list[str] | None = None) -> int:
     from exactly_once.kafka.producer import ProducerError
     from exactly_once.local.flows import FlowError
     from exactly_once.local.registry import GraphError
+    from exactly_once.quality.paths import QualityError
 
     try:
         return args.handler(args)
     except (CliError, SettingsError, BrokerError, ProducerError, KcatFormatError, FlowError,
-            GraphError) as err:
+            GraphError, QualityError) as err:
         print(f"exactly-once: error: {err}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -1,0 +1,99 @@
+# ruff: noqa: E501  (HTML template lines)
+"""The local dashboard's HTML (jinja2): self-contained, inline SVG charts, no network, no server."""
+
+DASHBOARD = r"""<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>exactly-once · data quality</title>
+<style>
+  body { font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #1f2933; background: #f5f7fa; }
+  h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 16px; margin: 0 0 12px; }
+  .sub { color: #616e7c; margin-bottom: 20px; }
+  .grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(460px, 1fr)); gap: 16px; }
+  .card { background: #fff; border-radius: 8px; padding: 16px; box-shadow: 0 1px 3px #0002; }
+  .kpis { display: flex; gap: 12px; flex-wrap: wrap; margin-bottom: 16px; }
+  .kpi { background: #fff; border-radius: 8px; padding: 12px 16px; min-width: 150px;
+         box-shadow: 0 1px 3px #0002; }
+  .kpi .v { font-size: 24px; font-weight: 600; } .kpi .l { color: #616e7c; font-size: 12px; }
+  table { border-collapse: collapse; width: 100%; font-size: 13px; margin-top: 8px; }
+  th, td { text-align: left; padding: 4px 6px; border-bottom: 1px solid #e4e7eb; }
+  td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
+  .bad { color: #c81e1e; } .ok { color: #057a55; }
+  svg text { font: 11px system-ui, sans-serif; fill: #3e4c59; }
+  .legend span { display: inline-block; margin-right: 12px; font-size: 12px; }
+  .sw { display: inline-block; width: 10px; height: 10px; margin-right: 4px; }
+  a { color: #1a56db; }
+</style>
+</head>
+<body>
+<h1>Data quality · pipeline <code>{{ pipeline }}</code></h1>
+<div class="sub">Built {{ built_at }} from <code>{{ event_log }}</code> ({{ updates|length }}
+update{{ '' if updates|length == 1 else 's' }}). Latest update
+<code>{{ latest.update_id if latest else '-' }}</code>.
+{% if data_docs %}Great Expectations: <a id="data-docs" href="{{ data_docs.index }}">Data Docs</a>
+{% for s in data_docs.suites %}· <a class="suite-link" href="{{ s.href }}">{{ s.name }}</a>
+{% endfor %}{% else %}No Data Docs yet (run <code>exactly-once quality validate</code>).{% endif %}
+</div>
+
+{% if latest %}
+<div class="kpis" id="kpis">
+{% for k in kpis %}<div class="kpi"><div class="v" data-kpi="{{ k.key }}">{{ "{:,}".format(k.value) }}</div>
+<div class="l">{{ k.label }} (latest update)</div></div>
+{% endfor %}</div>
+{% endif %}
+
+<div class="grid">
+<div class="card" id="expectations">
+<h2>Expectations: failure rate per update</h2>
+{{ charts.expectations }}
+<table>
+<tr><th>expectation</th><th>dataset</th><th class="n">passed</th><th class="n">failed</th>
+<th class="n">pass rate</th></tr>
+{% for e in expectations %}<tr data-expectation="{{ e.dataset }}.{{ e.name }}">
+<td>{{ e.name }}</td><td>{{ e.dataset }}</td><td class="n" data-passed="{{ e.passed }}">{{ "{:,}".format(e.passed) }}</td>
+<td class="n {{ 'bad' if e.failed else 'ok' }}" data-failed="{{ e.failed }}">{{ "{:,}".format(e.failed) }}</td>
+<td class="n">{{ "%.2f"|format(e.rate * 100) }}%</td></tr>
+{% endfor %}</table>
+<div class="sub">Latest update. A NULL constraint result counts as failed.</div>
+</div>
+
+<div class="card" id="quarantine">
+<h2>Records quarantined by reason</h2>
+{{ charts.quarantine }}
+<div class="sub">All quarantined records: <b data-quarantine-total="{{ quarantine_total }}">{{ "{:,}".format(quarantine_total) }}</b>;
+a record failing several rules counts under each.</div>
+</div>
+
+<div class="card" id="redelivery">
+<h2>Redeliveries per update</h2>
+{{ charts.redelivery }}
+<table>
+<tr><th>#</th><th>update</th><th>status</th><th class="n">duplicates dropped</th>
+<th class="n">stale updates ignored</th><th class="n">late events</th><th class="n">dropped by expectations</th><th class="n">quarantined</th></tr>
+{% for u in updates %}<tr data-update="{{ u.update_id }}">
+<td>{{ loop.index }}</td><td><code>{{ u.update_id[:8] }}</code> {{ u.started }}</td>
+<td class="{{ 'bad' if u.status == 'FAILED' else 'ok' }}">{{ u.status }}</td>
+<td class="n" data-duplicates="{{ u.duplicates }}">{{ "{:,}".format(u.duplicates) }}</td>
+<td class="n" data-stale="{{ u.stale }}">{{ "{:,}".format(u.stale) }}</td>
+<td class="n" data-late="{{ u.late }}">{{ "{:,}".format(u.late) }}</td>
+<td class="n" data-dropped="{{ u.dropped }}">{{ "{:,}".format(u.dropped) }}</td>
+<td class="n" data-quarantined="{{ u.quarantined }}">{{ "{:,}".format(u.quarantined) }}</td></tr>
+{% endfor %}</table>
+</div>
+
+<div class="card" id="tables">
+<h2>Rows per table</h2>
+{{ charts.tables }}
+<table>{% for t in tables %}<tr data-table="{{ t.name }}"><td>{{ t.name }}</td>
+<td class="n" data-rows="{{ t.rows }}">{{ "{:,}".format(t.rows) }}</td></tr>{% endfor %}</table>
+</div>
+</div>
+<script>
+  // Marks the page as rendered (the headless-browser test checks it): counts the drawn charts.
+  document.body.dataset.charts = document.querySelectorAll("svg.chart").length;
+  document.body.dataset.bars = document.querySelectorAll("svg.chart rect.bar").length;
+</script>
+</body>
+</html>
+"""
