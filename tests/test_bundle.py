@@ -108,7 +108,8 @@ def test_bundle_validates_and_carries_the_targets_settings(validated, target):
     assert config["bundle"]["mode"] == ("development" if target == "dev" else "production")
     [library] = pipeline["libraries"]
     assert library["glob"]["include"].endswith("/files/pipelines/**")
-    assert pipeline["environment"]["dependencies"] == ["./dist/*.whl"]
+    files = config["workspace"]["file_path"]
+    assert pipeline["environment"]["dependencies"] == [f"--editable {files}"]
 
 
 def test_prod_has_an_explicit_root_path_and_permissions(validated):
@@ -127,7 +128,12 @@ def test_quality_job_refreshes_the_pipeline_then_validates(validated, target):
     wheel = check["python_wheel_task"]
     assert (wheel["package_name"], wheel["entry_point"]) == ("exactly_once_lakehouse",
                                                             "exactly-once")
-    assert wheel["parameters"] == ["--target", target, "quality", "validate"]
+    schema = validated[target]["resources"]["pipelines"][bundle.PIPELINE_KEY]
+    assert wheel["parameters"] == bundle.quality_parameters(
+        target, f"{schema['catalog']}.{schema['schema']}")
+    [env] = job["environments"]
+    files = validated[target]["workspace"]["file_path"]
+    assert env["spec"]["dependencies"] == [f"--editable {files}"]
 
 
 @pytest.mark.parametrize("breakage, target, message", [

@@ -95,8 +95,7 @@ _HEADER = """\
 # file is stale.
 #
 # The pipeline: exactly the files under pipelines/ that the local runtime loads, with the
-# project's package (built by `artifacts` in databricks.yml) installed in its environment so
-# `from exactly_once...` imports the same code as locally. `configuration` is
+# project's package installed in its environment. `configuration` is
 # load_settings(<target>).to_conf(); the pipeline reads it back with spark.conf.get.
 
 resources:
@@ -114,8 +113,9 @@ resources:
             include: ../pipelines/**
       environment:
         dependencies:
-          # The wheel the `artifacts` section of databricks.yml builds from this repository.
-          - ../dist/*.whl
+          # The project's package, editable from the deployed bundle files (as the templates do),
+          # so `from exactly_once...` imports the same code as locally.
+          - --editable ${{workspace.file_path}}
       configuration:
 """
 
@@ -137,10 +137,9 @@ DBX_CATALOG = "main"
 DBX_SCHEMA = {"dev": "exactly_once_dev", "prod": "exactly_once"}
 
 
-def _wheel_name() -> str:
-    from importlib.metadata import version
-
-    return f"exactly_once_lakehouse-{version('exactly-once-lakehouse')}-py3-none-any.whl"
+def quality_parameters(target: str, schema: str) -> list[str]:
+    """argv of `exactly-once` in the quality job: validate the target's published tables."""
+    return ["quality", "validate", "--target", target, "--schema", schema]
 
 
 def dbx_deployment(conf_dir: Path = CONF_DIR) -> dict[str, Any]:
@@ -167,28 +166,26 @@ def dbx_deployment(conf_dir: Path = CONF_DIR) -> dict[str, Any]:
             "name": f"exactly_once_quality_{target}",
             "workflow_type": "job-v2.1",
             "max_concurrent_runs": 1,
-            "job_clusters": [{"job_cluster_key": "quality", "new_cluster": {
-                "spark_version": "16.4.x-scala2.12",
-                "node_type_id": "i3.xlarge",  # AWS; e.g. Standard_DS3_v2 on Azure
-                "num_workers": 1,
-                "data_security_mode": "SINGLE_USER",
-            }}],
             "tasks": [
                 {"task_key": "refresh_pipeline",
                  "pipeline_task": {"pipeline_id": f"pipeline://exactly_once_pipeline_{target}"}},
                 {"task_key": "validate_quality",
                  "depends_on": [{"task_key": "refresh_pipeline"}],
-                 "job_cluster_key": "quality",
+                 "environment_key": "default",
                  "python_wheel_task": {
                      "package_name": "exactly_once_lakehouse",
                      "entry_point": "exactly-once",
-                     "parameters": ["--target", target, "quality", "validate"],
-                 },
-                 "libraries": [{"whl": f"file://dist/{_wheel_name()}"}]},
+                     "parameters": quality_parameters(target,
+                                                      f"{DBX_CATALOG}.{DBX_SCHEMA[target]}"),
+                 }},
             ],
+            # Serverless, with the package installed editable from the Git folder: conf/ is then
+            # next to it, where `quality validate` reads the target's expectations.
+            "environments": [{"environment_key": "default", "spec": {
+                "environment_version": "4", "dependencies": [f"--editable {folder}"]}}],
         }
         environments[target] = {"workflows": [pipeline, job]}
-    return {"build": {"python": "pip"}, "environments": environments}
+    return {"build": {"no_build": True}, "environments": environments}
 
 
 _DBX_HEADER = """\
