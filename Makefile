@@ -7,9 +7,11 @@ M2     := .cache/m2
 PYTHON ?= python3
 MVN    := mvn -q -B -Dmaven.repo.local=$(CURDIR)/$(M2)
 
-.PHONY: setup jars demo test lint broker-start broker-stop clean
+.PHONY: setup test-setup jars demo test lint broker-start broker-stop clean
 
-setup: $(VENV)/.installed $(JARS)/.resolved databricks-cli dbx-env chromium
+# What the pipeline needs; the tests also need the Databricks CLI, dbx's own env and Chromium.
+setup: $(VENV)/.installed $(JARS)/.resolved
+test-setup: setup databricks-cli dbx-env chromium
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,7 +33,7 @@ demo: setup
 	$(BIN)/exactly-once generate --orders 500 --players 200 --events 5000
 	$(BIN)/exactly-once run
 
-test: setup
+test: test-setup
 	$(BIN)/pytest
 
 lint: setup
@@ -88,7 +90,7 @@ bundle-config: $(VENV)/.installed
 	$(BIN)/python -m exactly_once.bundle write
 
 # `databricks bundle validate --strict` for both targets, offline (tests/test_bundle.py does this).
-bundle-validate: setup
+bundle-validate: test-setup
 	$(BIN)/pytest -q tests/test_bundle.py
 
 # Headless Chromium (Debian package) for the dashboard test; installed only when missing.
