@@ -287,6 +287,7 @@ def build_parser() -> argparse.ArgumentParser:
     dash.add_argument("--output", type=Path, default=DEFAULT_DASHBOARD)
     dash.add_argument("--data-docs", type=Path, default=DEFAULT_DATA_DOCS,
                       help="Data Docs to link to, when built")
+    dash.set_defaults(handler=cmd_quality_dashboard)
     for p in (validate, dash):  # the Databricks job passes --target after the subcommand
         p.add_argument("--target", default=argparse.SUPPRESS, help="settings target")
     return parser

@@ -66,15 +66,23 @@ def load_quality(target: str = "local", conf_dir: Path = CONF_DIR) -> dict[str, 
 
 def applicable_rules(rules: Mapping[str, str], df) -> dict[str, str]:
     """The rules Spark can evaluate on `df` (every column they read is there)."""
+    import logging
+
     from pyspark.sql import functions as F
 
     usable = {}
-    for name, sql in rules.items():
-        try:
-            _ = df.select(F.expr(sql)).schema  # analysis only; no job runs
-        except Exception:
-            continue
-        usable[name] = sql
+    # pyspark logs every analysis error it raises; here they are expected answers.
+    quiet = logging.getLogger("SQLQueryContextLogger")
+    level, quiet.disabled = quiet.disabled, True
+    try:
+        for name, sql in rules.items():
+            try:
+                _ = df.select(F.expr(sql)).schema  # analysis only; no job runs
+            except Exception:
+                continue
+            usable[name] = sql
+    finally:
+        quiet.disabled = level
     return usable
 
 

@@ -21,6 +21,7 @@ from exactly_once.quality.gx_suites import TableQuality, build_suite
 from exactly_once.quality.paths import DEFAULT_DATA_DOCS, QualityError
 
 __all__ = ["DEFAULT_DATA_DOCS", "QualityError", "validate", "warehouse_reader", "catalog_reader"]
+SITE = "exactly_once"  # our Data Docs site (the ephemeral context has its own `local_site`)
 
 
 @dataclass
@@ -92,7 +93,7 @@ def _context(data_docs: Path | None):
     except Exception:  # only cosmetic
         pass
     if data_docs is not None:
-        context.add_data_docs_site(site_name="local_site", site_config={
+        context.add_data_docs_site(site_name=SITE, site_config={
             "class_name": "SiteBuilder",
             "store_backend": {"class_name": "TupleFilesystemStoreBackend",
                               "base_directory": str(data_docs.resolve())},
@@ -141,6 +142,6 @@ def validate(spark: SparkSession, read: Callable[[str], DataFrame],
                                      seconds=time.monotonic() - t0))
     index = None
     if data_docs is not None:
-        context.build_data_docs()
+        context.build_data_docs(site_names=[SITE])
         index = data_docs / "index.html"
     return ValidationReport(outcomes, index, time.monotonic() - started)
