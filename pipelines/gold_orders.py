@@ -1,10 +1,15 @@
-"""Gold orders: current state per order (SCD1), newest sequence wins, deletes applied."""
+"""Gold orders: current state per order (SCD1), newest sequence wins, deletes applied.
+
+The source is every valid delivery (`checked_orders`), not the watermark-deduplicated silver
+table: a genuinely new event that arrives after the watermark must still apply, and the sequence
+guard already makes redeliveries harmless (they are never newer than what they repeat).
+"""
 
 from pyspark import pipelines as dp
 from pyspark.sql import functions as F
 
 from exactly_once.config import pipeline_settings
-from exactly_once.transforms.silver import KAFKA_LINEAGE
+from exactly_once.transforms.silver import LINEAGE
 
 orders = pipeline_settings(spark).topic("orders")
 
@@ -12,10 +17,10 @@ dp.create_streaming_table(name="orders", comment="Current state of each order.")
 
 dp.create_auto_cdc_flow(
     target="orders",
-    source="silver_orders",
+    source="checked_orders",
     keys=[orders.key],
     sequence_by=F.struct(*orders.sequence_by),
     apply_as_deletes=F.col("event_type").isin(*orders.delete_event_types),
-    except_column_list=KAFKA_LINEAGE,
+    except_column_list=LINEAGE,
     stored_as_scd_type=1,
 )

@@ -7,29 +7,26 @@ rules: they go to quarantine only.
 """
 
 from pyspark import pipelines as dp
-from pyspark.sql import functions as F
 
 from exactly_once.config import pipeline_settings
 from exactly_once.transforms.silver import (
-    KAFKA_LINEAGE,
     deduplicate_events,
-    event_schema,
     parse_events,
+    silver_columns,
+    well_formed_events,
 )
 
 orders = pipeline_settings(spark).topic("orders")
-fields = [f.name for f in event_schema(orders)]
 
 
-@dp.temporary_view(name="checked_orders", comment="Well-formed order events that pass the rules.")
+@dp.temporary_view(name="checked_orders", comment="Well-formed order events.")
 @dp.expect_all_or_drop(dict(orders.rules))
 def checked_orders():
     parsed = parse_events(spark.readStream.table("bronze_kafka_events"), orders)
-    parse_errors = F.array_except("errors", F.array(*map(F.lit, orders.rules)))
-    return parsed.where(F.size(parse_errors) == 0).select(*fields, "kafka_key", *KAFKA_LINEAGE)
+    return well_formed_events(parsed, orders)
 
 
 @dp.table(name="silver_orders", comment="Valid order events; redeliveries dropped.")
 def silver_orders():
-    checked = spark.readStream.table("checked_orders").select(*fields, *KAFKA_LINEAGE)
+    checked = silver_columns(spark.readStream.table("checked_orders"), orders)
     return deduplicate_events(checked, orders)

@@ -7,30 +7,26 @@ The rules in conf/base.yml (`topics.player_rewards.rules`) are expectations on
 """
 
 from pyspark import pipelines as dp
-from pyspark.sql import functions as F
 
 from exactly_once.config import pipeline_settings
 from exactly_once.transforms.silver import (
-    KAFKA_LINEAGE,
     deduplicate_events,
-    event_schema,
     parse_events,
+    silver_columns,
+    well_formed_events,
 )
 
 rewards = pipeline_settings(spark).topic("player_rewards")
-fields = [f.name for f in event_schema(rewards)]
 
 
-@dp.temporary_view(name="checked_player_rewards",
-                   comment="Well-formed XP grants that pass the rules.")
+@dp.temporary_view(name="checked_player_rewards", comment="Well-formed XP grants.")
 @dp.expect_all_or_drop(dict(rewards.rules))
 def checked_player_rewards():
     parsed = parse_events(spark.readStream.table("bronze_kafka_events"), rewards)
-    parse_errors = F.array_except("errors", F.array(*map(F.lit, rewards.rules)))
-    return parsed.where(F.size(parse_errors) == 0).select(*fields, "kafka_key", *KAFKA_LINEAGE)
+    return well_formed_events(parsed, rewards)
 
 
 @dp.table(name="silver_player_rewards", comment="Valid XP grants; redeliveries dropped.")
 def silver_player_rewards():
-    checked = spark.readStream.table("checked_player_rewards").select(*fields, *KAFKA_LINEAGE)
+    checked = silver_columns(spark.readStream.table("checked_player_rewards"), rewards)
     return deduplicate_events(checked, rewards)

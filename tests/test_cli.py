@@ -50,6 +50,9 @@ def test_generate_to_a_file_then_produce_it(kafka_broker, tmp_path):
     assert done.returncode == 0, done.stderr
     records = read_kcat_jsonl(out)
     assert len(records) >= 300 and {r.topic for r in records} == {"orders", "player-rewards"}
+    for topic in ("orders", "player-rewards"):  # as kcat prints them: offsets per partition
+        assert [r.offset for r in records if r.topic == topic] == list(
+            range(sum(r.topic == topic for r in records)))
     done = cli("produce", str(out), "--bootstrap-servers", kafka_broker.bootstrap)
     assert done.returncode == 0, done.stderr
     assert f"published {len(records):,} records" in done.stdout

@@ -27,11 +27,14 @@ def test_the_project_pipeline_declares_the_medallion_graph(spark, settings):
         "silver_player_rewards": StreamingTable, "quarantine": StreamingTable,
         "orders": StreamingTable, "player_xp": MaterializedView,
         "checked_orders": TemporaryView, "checked_player_rewards": TemporaryView,
+        "player_xp_ledger": StreamingTable, "xp_grants_in_time": TemporaryView,
+        "late_events": StreamingTable,
     }
     assert sorted(f.name for f in graph.flows_into("quarantine")) == [
         "quarantine_orders", "quarantine_player_rewards"]
-    (cdc,) = graph.auto_cdc_flows
-    assert (cdc.target, cdc.source, cdc.keys) == ("orders", "silver_orders", ("order_id",))
+    cdc = {flow.target: (flow.source, flow.keys) for flow in graph.auto_cdc_flows}
+    assert cdc["orders"] == ("checked_orders", ("order_id",))
+    assert cdc["player_xp_ledger"] == ("xp_grants_in_time", ("event_id",))
 
 
 def write_pipeline(directory, source: str):

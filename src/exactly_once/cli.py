@@ -117,7 +117,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     )
     records = generate_stream(config)
     if args.output:
-        write_kcat_jsonl(args.output, records)
+        write_kcat_jsonl(args.output, as_consumed(records))
         print(f"wrote {len(records):,} records to {args.output}")
         return 0
     _require_broker(settings.kafka.bootstrap_servers)
@@ -126,6 +126,19 @@ def cmd_generate(args: argparse.Namespace) -> int:
     print(f"published {sent:,} records ({config.events:,} events plus redeliveries and "
           f"malformed records, seed {config.seed})")
     return 0
+
+
+def as_consumed(records: list) -> list:
+    """Records as `kcat -C -J` prints them after a broker stored them: with partition and offset
+    (one partition per topic here), which downstream ordering relies on."""
+    from dataclasses import replace
+
+    offsets: dict[str, int] = {}
+    consumed = []
+    for record in records:
+        offset = offsets[record.topic] = offsets.get(record.topic, -1) + 1
+        consumed.append(replace(record, partition=0, offset=offset))
+    return consumed
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -149,7 +162,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                               progress=progress)
     finally:
         spark.stop()
-    print(progress.summary(result, bronze="bronze_kafka_events", quarantine="quarantine"))
+    print(progress.summary(result, bronze="bronze_kafka_events", quarantine="quarantine",
+                           late="late_events"))
     print(f"Delta tables in {args.warehouse.resolve()}")
     return 0
 

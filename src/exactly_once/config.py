@@ -59,6 +59,9 @@ class TopicSettings:
     watermark_delay: str
     schema: str  # Spark DDL of the event's typed fields
     rules: Mapping[str, str] = field(default_factory=dict)  # name -> SQL constraint
+    # Events older than this when they arrive are not applied to additive effects but kept in
+    # `late_events` with the reason; "" applies every event however late.
+    max_event_age: str = ""
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,7 @@ class Settings:
                 f"{p}.watermark_delay": t.watermark_delay,
                 f"{p}.schema": t.schema,
                 f"{p}.rules": json.dumps(dict(t.rules)),
+                f"{p}.max_event_age": t.max_event_age,
             }
         return conf
 
@@ -136,10 +140,8 @@ class Settings:
         topics = {}
         for name in required("topics").split(","):
             p = f"topics.{name.strip()}"
-            delay = required(f"{p}.watermark_delay")
-            if not _INTERVAL.match(delay):
-                raise SettingsError(f"setting {PREFIX}.{p}.watermark_delay must look like "
-                                    f"'10 minutes', got {delay!r}")
+            delay = _interval(f"{p}.watermark_delay", required(f"{p}.watermark_delay"))
+            max_age = optional(f"{p}.max_event_age", "")
             topics[name.strip()] = TopicSettings(
                 name=name.strip(),
                 topic=required(f"{p}.topic"),
@@ -149,12 +151,19 @@ class Settings:
                 watermark_delay=delay,
                 schema=required(f"{p}.schema"),
                 rules=_as_rules(f"{p}.rules", optional(f"{p}.rules", "{}")),
+                max_event_age=max_age and _interval(f"{p}.max_event_age", max_age),
             )
         source = required("source")
         if source != "kafka" and not source.startswith("file:"):
             raise SettingsError(f"setting {PREFIX}.source must be `kafka` or `file:PATH`, "
                                 f"got {source!r}")
         return cls(source=source, kafka=kafka, topics=topics)
+
+
+def _interval(key: str, value: str) -> str:
+    if not _INTERVAL.match(value):
+        raise SettingsError(f"setting {PREFIX}.{key} must look like '10 minutes', got {value!r}")
+    return value
 
 
 def _one_of(key: str, value: str, allowed: tuple[str, ...]) -> str:

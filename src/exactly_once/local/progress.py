@@ -83,14 +83,15 @@ class Progress:
         self._print(f"✓ {result.flow}: {result.input_rows:,} rows in, "
                     f"{result.output_rows:,} rows written{extra} ({result.seconds:.1f}s)")
 
-    def summary(self, result: UpdateResult, bronze: str, quarantine: str) -> str:
+    def summary(self, result: UpdateResult, bronze: str, quarantine: str, late: str) -> str:
         lines = [
             f"Update finished in {result.seconds:.1f}s",
-            f"  records in           {result.flow_input(bronze):>10,}",
-            f"  quarantined          {result.flow_output(quarantine):>10,}",
-            f"  duplicates dropped   {result.total('duplicates_dropped'):>10,}",
-            f"  late rows dropped    {result.total('late_rows_dropped'):>10,}",
-            f"  stale changes        {result.total('cdc_stale'):>10,}",
+            f"  records in                  {result.flow_input(bronze):>10,}",
+            f"  quarantined                 {result.flow_output(quarantine):>10,}",
+            f"  duplicates dropped (silver) {result.total('duplicates_dropped'):>10,}",
+            f"  past watermark (silver)     {result.total('late_rows_dropped'):>10,}",
+            f"  stale changes ignored       {result.total('cdc_stale'):>10,}",
+            f"  late events kept aside      {result.flow_output(late):>10,}",
             "  rows per table:",
             *[f"    {name:<24} {rows:>10,}" for name, rows in result.table_rows.items()],
         ]

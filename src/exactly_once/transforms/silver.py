@@ -9,8 +9,9 @@ from pyspark.sql.types import StringType, StructField, StructType
 from exactly_once.config import TopicSettings
 
 MALFORMED_JSON = "malformed_json"
-# Kafka coordinates silver keeps next to each event: lineage, and the offset breaks sequence ties.
-KAFKA_LINEAGE = ["kafka_partition", "kafka_offset", "kafka_timestamp"]
+# Where each event came from, kept next to it: its Kafka coordinates (the offset also breaks
+# sequence ties) and when bronze ingested it (the arrival time lateness is measured against).
+LINEAGE = ["kafka_partition", "kafka_offset", "kafka_timestamp", "ingested_at"]
 QUARANTINE_COLUMNS = ["source_topic", "kafka_topic", "kafka_partition", "kafka_offset",
                       "kafka_timestamp", "kafka_key", "value", "errors", "reason", "quarantined_at"]
 
@@ -46,6 +47,7 @@ def parse_events(bronze: DataFrame, topic: TopicSettings) -> DataFrame:
         F.col("partition").alias("kafka_partition"),
         F.col("offset").alias("kafka_offset"),
         F.col("timestamp").alias("kafka_timestamp"),
+        "ingested_at",
     )
     typed = records.select("*", *[F.col(f"_typed.`{f.name}`").alias(f.name) for f in schema])
     type_errors = [F.when(F.col(f"_raw.`{f.name}`").isNotNull() & F.col(f.name).isNull(),
@@ -56,10 +58,25 @@ def parse_events(bronze: DataFrame, topic: TopicSettings) -> DataFrame:
     return typed.withColumn("errors", errors).drop("_is_json_object", "_raw", "_typed")
 
 
+def well_formed_events(parsed: DataFrame, topic: TopicSettings) -> DataFrame:
+    """Events whose value parsed into the contract's types, whatever the rules say of them.
+
+    The pipeline checks the rules on these as expectations, so failures are counted per rule.
+    """
+    fields = [f.name for f in event_schema(topic)]
+    parse_errors = F.array_except("errors", F.array(*[F.lit(name) for name in topic.rules]))
+    return parsed.where(F.size(parse_errors) == 0).select(*fields, "kafka_key", *LINEAGE)
+
+
+def silver_columns(events: DataFrame, topic: TopicSettings) -> DataFrame:
+    """The event's contract fields and its lineage: what a silver table stores."""
+    return events.select(*[f.name for f in event_schema(topic)], *LINEAGE)
+
+
 def valid_events(parsed: DataFrame, topic: TopicSettings) -> DataFrame:
     """Events that passed every check, with their Kafka lineage."""
     fields = [f.name for f in event_schema(topic)]
-    return parsed.where(F.size("errors") == 0).select(*fields, *KAFKA_LINEAGE)
+    return parsed.where(F.size("errors") == 0).select(*fields, *LINEAGE)
 
 
 def quarantined_records(parsed: DataFrame, topic: TopicSettings) -> DataFrame:

@@ -1,0 +1,34 @@
+"""Gold XP ledger: one row per XP grant ever applied, keyed by event_id.
+
+This is the processed-messages table of the idempotent-consumer pattern, kept by AUTO CDC:
+a redelivery of an applied event_id merges into its existing row (never newer, so ignored),
+however late it comes, and long after silver's watermark state has forgotten it. Grants that
+arrive more than `max_event_age` after they happened are not applied: `late_events` keeps them.
+"""
+
+from pyspark import pipelines as dp
+
+from exactly_once.config import pipeline_settings
+from exactly_once.transforms.gold import within_max_age
+
+rewards = pipeline_settings(spark).topic("player_rewards")
+
+
+@dp.temporary_view(name="xp_grants_in_time", comment="Valid XP grants within max_event_age.")
+def xp_grants_in_time():
+    return within_max_age(spark.readStream.table("checked_player_rewards"),
+                          rewards.max_event_age)
+
+
+dp.create_streaming_table(
+    name="player_xp_ledger",
+    comment="Every applied XP grant once: the processed event IDs and the effect they guard.",
+)
+
+dp.create_auto_cdc_flow(
+    target="player_xp_ledger",
+    source="xp_grants_in_time",
+    keys=["event_id"],
+    sequence_by="occurred_at",  # a redelivery repeats it: never newer, so never re-applied
+    stored_as_scd_type=1,
+)
