@@ -2,43 +2,52 @@
 
 from __future__ import annotations
 
+import json
+import time
+
 import pytest
 from pyspark.sql import functions as F
 
 from exactly_once.local import auto_cdc
-from exactly_once.local.auto_cdc import apply_scd1_batch, state_schema, target_schema
-from exactly_once.local.auto_cdc_spec import AutoCdcSpec
+from exactly_once.local.auto_cdc import apply_scd1_batch, target_schema
+from exactly_once.local.auto_cdc_spec import TOMBSTONE_GC_PROPERTY, AutoCdcSpec
 
 SCHEMA = "id STRING, seq BIGINT, kind STRING, value STRING, off BIGINT"
 
 
-def make_spec() -> AutoCdcSpec:  # Columns need a live session, so not at import time
-    return AutoCdcSpec(name="cdc", target="t", source="s", keys=("id",),
-                       sequence_by=F.struct("seq", "off"),
-                       apply_as_deletes=F.expr("kind = 'delete'"), except_column_list=("off",))
+def make_spec(**overrides) -> AutoCdcSpec:  # Columns need a live session: not at import time
+    args = dict(name="cdc", target="t", source="s", keys=("id",),
+                sequence_by=F.struct("seq", "off"),
+                apply_as_deletes=F.expr("kind = 'delete'"), except_column_list=("off",))
+    return AutoCdcSpec(**{**args, **overrides})
 
 
 class Tables:
-    def __init__(self, spark, tmp_path):
-        self.spark, self.spec = spark, make_spec()
+    def __init__(self, spark, tmp_path, spec=None):
+        self.spark, self.spec = spark, spec or make_spec()
         spec = self.spec
         self.target, self.state = str(tmp_path / "target"), str(tmp_path / "state")
+        self.rejected = auto_cdc.rejected_rows_path(self.state)
         sample = spark.createDataFrame([], SCHEMA)
         spark.createDataFrame([], target_schema(spec, sample)).write.format("delta").save(
             self.target)
-        spark.createDataFrame([], state_schema(spec, sample)).write.format("delta").save(
-            self.state)
+        auto_cdc.ensure_state_table(spark, spec, sample, self.state)
         self.next_batch = 0
 
-    def apply(self, rows, batch_id=None):
+    def apply(self, rows, batch_id=None, **options):
         batch_id = self.next_batch if batch_id is None else batch_id
         self.next_batch = batch_id + 1
         batch = self.spark.createDataFrame(rows, SCHEMA)
-        return apply_scd1_batch(self.spark, batch, batch_id, self.spec, self.target, self.state)
+        return apply_scd1_batch(self.spark, batch, batch_id, self.spec, self.target, self.state,
+                                rejected_path=self.rejected, **options)
 
     def rows(self):
         df = self.spark.read.format("delta").load(self.target)
         return sorted((r["id"], r["seq"], r["value"]) for r in df.collect())
+
+    def table(self, path=None):
+        df = self.spark.read.format("delta").load(path or self.target)
+        return sorted(tuple(r) for r in df.collect())
 
 
 def up(key, seq, value, off=0):
@@ -88,11 +97,60 @@ def test_an_older_delete_does_not_remove_newer_state(tables):
     assert tables.rows() == [("a", 5, "v5")]
 
 
-def test_null_keys_and_sequences_are_rejected_not_merged(tables):
-    stats = tables.apply([(None, 1, "upsert", "x", 0), ("a", None, "upsert", "y", 0),
-                          up("b", 1, "b1")])
+def test_null_keys_and_sequences_are_rejected_with_a_reason_not_merged(tables, spark):
+    batch = [(None, 1, "upsert", "x", 0), ("a", None, "upsert", "y", 0),
+             ("b", 1, "upsert", "half", None), up("b", 1, "b1")]
+    stats = tables.apply(batch, batch_id=0)
     assert tables.rows() == [("b", 1, "b1")]
-    assert stats.rejected == 2
+    assert stats.rejected == 3
+    tables.apply(batch, batch_id=0)  # a replay does not record them twice
+    rejected = spark.read.format("delta").load(tables.rejected)
+    assert sorted((r.flow, r.batch_id, r.reason, json.loads(r.record).get("value"))
+                  for r in rejected.collect()) == [
+        ("cdc", 0, "null key (id)", "x"), ("cdc", 0, "null sequence", "half"),
+        ("cdc", 0, "null sequence", "y")]
+    assert rejected.where("rejected_at IS NULL").count() == 0
+
+
+def test_ignore_null_updates_keeps_the_values_nulls_would_erase(spark, tmp_path):
+    tables = Tables(spark, tmp_path, make_spec(ignore_null_updates=True))
+    tables.apply([up("a", 1, "v1"), up("b", 1, "b1")])
+    tables.apply([up("a", 2, None)])  # NULL keeps v1, the sequence still moves
+    tables.apply([up("a", 4, "v4"), up("a", 5, None),  # reduced in the batch: v4
+                  delete("b", 2), up("b", 3, None)])  # re-inserted after a delete: no memory
+    assert tables.rows() == [("a", 5, "v4"), ("b", 3, None)]
+    tables.apply([up("a", 3, "stale"), up("a", 6, None)])  # the stale one fills nothing
+    assert tables.rows() == [("a", 6, "v4"), ("b", 3, None)]
+
+
+def test_truncate_and_column_list(spark, tmp_path):
+    spec = make_spec(except_column_list=None, column_list=("value",),
+                     apply_as_truncates=F.expr("kind = 'truncate'"))
+    tables = Tables(spark, tmp_path, spec)
+    assert spark.read.format("delta").load(tables.target).columns == ["id", "value"]
+    tables.apply([up("a", 1, "a1"), up("b", 1, "b1"), up("c", 9, "c9")])
+    stats = tables.apply([(None, 5, "truncate", None, 0), up("b", 4, "before"),
+                          up("d", 6, "d6")])
+    assert tables.table() == [("c", "c9"), ("d", "d6")]  # c is newer than the truncate
+    assert (stats.truncates, stats.deletes, stats.upserts, stats.stale) == (1, 2, 1, 1)
+    tables.apply([up("a", 3, "late"), up("a", 2, "older")])  # before the truncate: stays gone
+    tables.apply([up("b", 7, "b7")])
+    assert tables.table() == [("b", "b7"), ("c", "c9"), ("d", "d6")]
+
+
+def test_tombstones_expire_after_the_retention_threshold(tables, spark):
+    assert make_spec().tombstone_gc_seconds() == 2 * 24 * 3600
+    assert make_spec(target_properties={TOMBSTONE_GC_PROPERTY: "60"}).tombstone_gc_seconds(
+        {TOMBSTONE_GC_PROPERTY: "0.5"}) == 0.5
+    tables.apply([up("a", 1, "v1"), up("b", 1, "b1")])
+    tables.apply([delete("a", 3), delete("b", 3)], tombstone_gc_seconds=3600)
+    state = spark.read.format("delta").load(tables.state)
+    assert state.where("__is_delete AND __deleted_at IS NOT NULL").count() == 2
+    time.sleep(1)
+    tables.apply([up("b", 2, "stale")], tombstone_gc_seconds=0.5)  # GC runs after the batch
+    assert tables.rows() == [] and spark.read.format("delta").load(tables.state).count() == 0
+    tables.apply([up("a", 2, "too late")])  # past retention, an older event is applied again
+    assert tables.rows() == [("a", 2, "too late")]
 
 
 def test_replaying_a_committed_batch_changes_nothing(tables, spark):

@@ -1,13 +1,16 @@
 """AUTO CDC (SCD type 1) on Delta: order-aware upserts and deletes, one micro-batch at a time.
 
 Per batch:
-1. events with a NULL key or sequence are rejected (counted, never merged);
-2. per key only the event with the highest sequence survives (several changes of one key in one
-   batch collapse to the newest);
-3. that event applies only if its sequence is strictly greater than the key's stored sequence,
-   kept in a state table that outlives deletes (a tombstone): so an older event, whenever it
-   arrives, can neither overwrite newer state nor resurrect a deleted row;
-4. one MERGE into the target, then one MERGE into the state table.
+1. events with a NULL key or sequence are rejected: written with their reason to the flow's
+   rejected-rows table (see `record_rejected`), never merged;
+2. a truncate event (`apply_as_truncates`) becomes a delete at its sequence for every live key;
+3. events not newer than the key's stored sequence are dropped (stale): the state table keeps
+   each key's last applied sequence, also after a delete (a tombstone), so an older event,
+   whenever it arrives, can neither overwrite newer state nor resurrect a deleted row;
+4. per key only the newest remaining event survives (with `ignore_null_updates`, its NULL
+   columns first take the values of the key's earlier events in the batch);
+5. one MERGE into the target, then one MERGE into the state table, then tombstones older than
+   `pipelines.cdc.tombstoneGCThresholdInSeconds` are removed from the state table.
 
 The two MERGEs are two Delta commits. Each carries Delta's idempotent-write marker
 (txnAppId = flow + table, txnVersion = batch id): when a crash between them makes Structured
@@ -18,6 +21,7 @@ against the same state as the first time, so the tables end as if nothing had fa
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession, Window
@@ -28,7 +32,14 @@ from exactly_once.local.auto_cdc_spec import AutoCdcSpec
 
 SEQUENCE = "__sequence"
 IS_DELETE = "__is_delete"
+IS_TRUNCATE = "__is_truncate"
+DELETED_AT = "__deleted_at"  # processing time a tombstone was written: its retention clock
+SYNTHETIC = "__from_truncate"
+REJECT_REASON = "__reject_reason"
 STORED_SEQUENCE = "__stored_sequence"
+STORED_DELETED = "__stored_deleted"
+RESET = "__reset"
+CHANGE_COLUMNS = (SEQUENCE, IS_DELETE, IS_TRUNCATE, SYNTHETIC, REJECT_REASON)
 
 
 @dataclass
@@ -37,6 +48,7 @@ class CdcBatchStats:
     upserts: int = 0
     deletes: int = 0
     stale: int = 0  # older than what the batch or the table already had
+    truncates: int = 0
 
     def add(self, other: CdcBatchStats) -> None:
         for name in vars(self):
@@ -48,9 +60,14 @@ def target_columns(spec: AutoCdcSpec, source_columns: list[str]) -> list[str]:
         missing = set(spec.column_list) - set(source_columns)
         if missing:
             raise ValueError(f"{spec.name}: column_list names unknown columns {sorted(missing)}")
-        return list(spec.column_list)
+        return [*(k for k in spec.keys if k not in spec.column_list), *spec.column_list]
     excluded = set(spec.except_column_list or ())
     return [c for c in source_columns if c not in excluded]
+
+
+def data_columns(spec: AutoCdcSpec, source_columns: list[str]) -> list[str]:
+    """The target's columns other than the keys."""
+    return [c for c in target_columns(spec, source_columns) if c not in spec.keys]
 
 
 def target_schema(spec: AutoCdcSpec, source: DataFrame) -> StructType:
@@ -58,39 +75,104 @@ def target_schema(spec: AutoCdcSpec, source: DataFrame) -> StructType:
 
 
 def state_schema(spec: AutoCdcSpec, source: DataFrame) -> StructType:
-    return _with_change_columns(source, spec).select(*spec.keys, SEQUENCE, IS_DELETE).schema
+    return tag_events(source, spec).select(
+        *spec.keys, SEQUENCE, IS_DELETE, F.lit(None).cast("timestamp").alias(DELETED_AT)).schema
 
 
-def _with_change_columns(events: DataFrame, spec: AutoCdcSpec) -> DataFrame:
-    is_delete = F.coalesce(spec.apply_as_deletes, F.lit(False)) if spec.apply_as_deletes \
-        is not None else F.lit(False)
-    return events.withColumn(SEQUENCE, spec.sequence_by).withColumn(IS_DELETE, is_delete)
+def ensure_state_table(spark: SparkSession, spec: AutoCdcSpec, source: DataFrame,
+                       state_path: str) -> None:
+    """Create the state table, or add `__deleted_at` to one written before tombstone GC."""
+    if not (Path(state_path) / "_delta_log").is_dir():
+        spark.createDataFrame([], state_schema(spec, source)).write.format("delta").save(
+            state_path)
+    elif DELETED_AT not in spark.read.format("delta").load(state_path).columns:
+        spark.sql(f"ALTER TABLE delta.`{state_path}` ADD COLUMNS ({DELETED_AT} TIMESTAMP)")
 
 
-def _has_null_key_or_sequence(events: DataFrame, spec: AutoCdcSpec) -> Column:
-    """NULL keys, or a NULL sequence; a struct sequence counts as NULL if any field is."""
-    sequence_type = events.schema[SEQUENCE].dataType
-    parts = [F.col(f"{SEQUENCE}.`{f.name}`") for f in sequence_type.fields] \
-        if isinstance(sequence_type, StructType) else []
-    cond = F.col(SEQUENCE).isNull()
-    for column in [*parts, *(F.col(k) for k in spec.keys)]:
-        cond = cond | column.isNull()
-    return cond
+def rejected_rows_path(state_path: str) -> str:
+    """`<warehouse>/_pipeline/auto_cdc/<target>__rejected`, next to the target's state."""
+    return f"{state_path.rstrip('/')}__rejected"
+
+
+def tag_events(events: DataFrame, spec: AutoCdcSpec) -> DataFrame:
+    """SEQUENCE, IS_DELETE, IS_TRUNCATE and the reason ('' if none) to reject the event."""
+    def flag(condition: Column | None) -> Column:
+        return F.lit(False) if condition is None else F.coalesce(condition, F.lit(False))
+
+    tagged = events.withColumn(SEQUENCE, spec.sequence_by) \
+        .withColumn(IS_TRUNCATE, flag(spec.apply_as_truncates)) \
+        .withColumn(IS_DELETE, flag(spec.apply_as_deletes) & ~F.col(IS_TRUNCATE)) \
+        .withColumn(SYNTHETIC, F.lit(False))
+    sequence_type = tagged.schema[SEQUENCE].dataType
+    null_sequence = F.col(SEQUENCE).isNull()
+    if isinstance(sequence_type, StructType):  # a struct sequence counts as NULL if any field is
+        for f in sequence_type.fields:
+            null_sequence = null_sequence | F.col(f"{SEQUENCE}.`{f.name}`").isNull()
+    null_key = F.lit(False)
+    for k in spec.keys:
+        null_key = null_key | F.col(f"`{k}`").isNull()
+    null_key = null_key & ~F.col(IS_TRUNCATE)  # a truncate names no key
+    reason = F.concat_ws("; ", F.when(null_key, F.lit(f"null key ({', '.join(spec.keys)})")),
+                         F.when(null_sequence, F.lit("null sequence")))
+    return tagged.withColumn(REJECT_REASON, reason)
+
+
+def record_rejected(spark: SparkSession, events: DataFrame, source_columns: list[str],
+                    spec: AutoCdcSpec, batch_id: int, rejected_path: str | None) -> int:
+    """Append rejected events to the rejected-rows table (idempotent per batch); their count.
+
+    Columns: flow, batch_id, reason, record (the source row as JSON), rejected_at.
+    """
+    rejected = events.where(F.col(REJECT_REASON) != "")
+    count = rejected.count()
+    if count and rejected_path:
+        record = F.to_json(F.struct(*[F.col(f"`{c}`") for c in source_columns]))
+        rejected.select(F.lit(spec.name).alias("flow"),
+                        F.lit(batch_id).cast("bigint").alias("batch_id"),
+                        F.col(REJECT_REASON).alias("reason"), record.alias("record"),
+                        F.current_timestamp().alias("rejected_at")) \
+            .write.format("delta").mode("append") \
+            .option("txnAppId", f"{spec.name}:rejected").option("txnVersion", batch_id) \
+            .save(rejected_path)
+    return count
 
 
 def latest_per_key(events: DataFrame, spec: AutoCdcSpec) -> DataFrame:
     """Per key, the one event with the highest sequence (events carry SEQUENCE already)."""
-    newest_first = Window.partitionBy(*spec.keys).orderBy(F.col(SEQUENCE).desc())
+    newest_first = Window.partitionBy(*spec.keys).orderBy(F.col(SEQUENCE).desc(),
+                                                          F.col(SYNTHETIC).asc())
     return events.withColumn("__rank", F.row_number().over(newest_first)) \
         .where("__rank = 1").drop("__rank")
 
 
-def changes_to_apply(latest: DataFrame, state: DataFrame, spec: AutoCdcSpec) -> DataFrame:
-    """The batch's newest event per key, where it is newer than the key's stored sequence."""
-    stored = state.select(*spec.keys, F.col(SEQUENCE).alias(STORED_SEQUENCE))
-    return latest.join(stored, list(spec.keys), "left").where(
-        F.col(STORED_SEQUENCE).isNull() | (F.col(SEQUENCE) > F.col(STORED_SEQUENCE))
-    ).drop(STORED_SEQUENCE)
+def _truncates_as_deletes(events: DataFrame, stored: DataFrame, spec: AutoCdcSpec) -> DataFrame:
+    """The batch's newest truncate, as a delete at its sequence of every live or batch key."""
+    truncate_at = events.where(F.col(IS_TRUNCATE)).agg(F.max(SEQUENCE).alias(SEQUENCE)) \
+        .where(F.col(SEQUENCE).isNotNull())
+    regular = events.where(~F.col(IS_TRUNCATE))
+    keys = stored.where(~F.col(STORED_DELETED)).select(*spec.keys) \
+        .union(regular.select(*spec.keys)).distinct()
+    deletes = keys.crossJoin(truncate_at).select(
+        *spec.keys, SEQUENCE, F.lit(True).alias(IS_DELETE), F.lit(False).alias(IS_TRUNCATE),
+        F.lit(True).alias(SYNTHETIC))
+    return regular.unionByName(deletes, allowMissingColumns=True)
+
+
+def fill_null_updates(events: DataFrame, spec: AutoCdcSpec, columns: list[str]) -> DataFrame:
+    """NULL columns take the key's previous value in the batch since its last delete.
+
+    RESET marks events that follow a delete of the same batch: they replace the row entirely
+    instead of keeping the target's values where they are NULL.
+    """
+    so_far = Window.partitionBy(*spec.keys).orderBy(SEQUENCE) \
+        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    events = events.withColumn("__life", F.sum(F.col(IS_DELETE).cast("int")).over(so_far))
+    in_life = Window.partitionBy(*spec.keys, "__life").orderBy(SEQUENCE) \
+        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    filled = [F.last(F.when(~F.col(IS_DELETE), F.col(f"`{c}`")), ignorenulls=True)
+              .over(in_life).alias(c)
+              if c in columns else F.col(f"`{c}`") for c in events.columns]
+    return events.select(*filled).withColumn(RESET, F.col("__life") > 0).drop("__life")
 
 
 def _idempotent_merge(spark: SparkSession, app_id: str, batch_id: int, merge) -> None:
@@ -103,40 +185,75 @@ def _idempotent_merge(spark: SparkSession, app_id: str, batch_id: int, merge) ->
         spark.conf.unset("spark.databricks.delta.write.txnVersion")
 
 
+def collect_tombstones(spark: SparkSession, state_path: str, retention_seconds: float) -> int:
+    """Remove tombstones written more than `retention_seconds` ago (processing time)."""
+    age_micros = F.unix_micros(F.current_timestamp()) - F.unix_micros(F.col(DELETED_AT))
+    expired = F.col(IS_DELETE) & (age_micros > F.lit(int(retention_seconds * 1_000_000)))
+    state = DeltaTable.forPath(spark, state_path)
+    count = state.toDF().where(expired).count()
+    if count:  # a DELETE commits even when nothing matches; keep the state log short
+        state.delete(expired)
+    return count
+
+
+def merge_condition(spec: AutoCdcSpec, extra: tuple[str, ...] = ()) -> str:
+    return " AND ".join(f"t.`{k}` = s.`{k}`" for k in (*spec.keys, *extra))
+
+
 def apply_scd1_batch(spark: SparkSession, batch: DataFrame, batch_id: int, spec: AutoCdcSpec,
-                     target_path: str, state_path: str) -> CdcBatchStats:
-    events = _with_change_columns(batch, spec).persist()
+                     target_path: str, state_path: str, *, rejected_path: str | None = None,
+                     tombstone_gc_seconds: float | None = None) -> CdcBatchStats:
+    events = tag_events(batch, spec).persist()
     try:
         total = events.count()
-        bad = _has_null_key_or_sequence(events, spec)
-        rejected = events.where(bad).count()
-        latest = latest_per_key(events.where(~bad), spec)
+        rejected = record_rejected(spark, events, batch.columns, spec, batch_id, rejected_path)
+        good = events.where(F.col(REJECT_REASON) == "").drop(REJECT_REASON)
+        truncates = good.where(F.col(IS_TRUNCATE)).count()
         state = spark.read.format("delta").load(state_path)
-        changes = changes_to_apply(latest, state, spec).persist()
+        stored = state.select(*spec.keys, F.col(SEQUENCE).alias(STORED_SEQUENCE),
+                              F.col(IS_DELETE).alias(STORED_DELETED))
+        if truncates:
+            good = _truncates_as_deletes(good, stored, spec)
+        fresh = good.join(stored, list(spec.keys), "left").where(
+            F.col(STORED_SEQUENCE).isNull() | (F.col(SEQUENCE) > F.col(STORED_SEQUENCE))
+        ).drop(STORED_SEQUENCE, STORED_DELETED)
+        columns = data_columns(spec, batch.columns)
+        if spec.ignore_null_updates:
+            fresh = fill_null_updates(fresh, spec, columns)
+        changes = latest_per_key(fresh, spec).persist()
         try:
             deletes = changes.where(F.col(IS_DELETE)).count()
             applied = changes.count()
-            on_keys = " AND ".join(f"t.`{k}` = s.`{k}`" for k in spec.keys)
-            columns = DeltaTable.forPath(spark, target_path).toDF().columns
-            values = {f"`{c}`": f"s.`{c}`" for c in columns}
+            from_truncates = changes.where(F.col(SYNTHETIC)).count()
+            values = {f"`{c}`": f"s.`{c}`" for c in target_columns(spec, batch.columns)}
+            updates = dict(values)
+            if spec.ignore_null_updates:  # NULL keeps the target's value, unless re-inserted
+                updates.update({f"`{c}`": f"CASE WHEN s.{RESET} THEN s.`{c}` "
+                                          f"ELSE coalesce(s.`{c}`, t.`{c}`) END" for c in columns})
             target_merge = (
                 DeltaTable.forPath(spark, target_path).alias("t")
-                .merge(changes.alias("s"), on_keys)
+                .merge(changes.alias("s"), merge_condition(spec))
                 .whenMatchedDelete(condition=f"s.{IS_DELETE}")
-                .whenMatchedUpdate(condition=f"NOT s.{IS_DELETE}", set=values)
+                .whenMatchedUpdate(condition=f"NOT s.{IS_DELETE}", set=updates)
                 .whenNotMatchedInsert(condition=f"NOT s.{IS_DELETE}", values=values)
             )
             _idempotent_merge(spark, f"{spec.name}:target", batch_id, target_merge)
+            new_state = changes.select(
+                *spec.keys, SEQUENCE, IS_DELETE,
+                F.when(F.col(IS_DELETE), F.current_timestamp()).alias(DELETED_AT))
             state_merge = (
                 DeltaTable.forPath(spark, state_path).alias("t")
-                .merge(changes.select(*spec.keys, SEQUENCE, IS_DELETE).alias("s"), on_keys)
+                .merge(new_state.alias("s"), merge_condition(spec))
                 .whenMatchedUpdateAll()
                 .whenNotMatchedInsertAll()
             )
             _idempotent_merge(spark, f"{spec.name}:state", batch_id, state_merge)
         finally:
             changes.unpersist()
+        if tombstone_gc_seconds is not None:
+            collect_tombstones(spark, state_path, tombstone_gc_seconds)
         return CdcBatchStats(rejected=rejected, upserts=applied - deletes, deletes=deletes,
-                             stale=total - rejected - applied)
+                             stale=total - rejected - truncates - (applied - from_truncates),
+                             truncates=truncates)
     finally:
         events.unpersist()

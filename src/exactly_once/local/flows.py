@@ -12,12 +12,8 @@ import time
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from exactly_once.local.auto_cdc import (
-    CdcBatchStats,
-    apply_scd1_batch,
-    state_schema,
-    target_schema,
-)
+from exactly_once.local import auto_cdc, auto_cdc_scd2
+from exactly_once.local.auto_cdc import CdcBatchStats
 from exactly_once.local.auto_cdc_spec import AutoCdcSpec
 from exactly_once.local.expectations import failure_message
 from exactly_once.local.progress import FlowResult, Progress
@@ -100,7 +96,10 @@ def run_materialized_view(spark: SparkSession, flow_name: str, target: str, df: 
 
 
 def run_auto_cdc_flow(spark: SparkSession, spec: AutoCdcSpec, source: DataFrame,
-                      warehouse: Warehouse, progress: Progress) -> FlowResult:
+                      warehouse: Warehouse, progress: Progress,
+                      table_properties: dict[str, str] | None = None) -> FlowResult:
+    """`table_properties`: the target's declared properties, when the spec did not see them
+    (it captures them when `create_streaming_table` comes first in the file)."""
     if not source.isStreaming:
         raise FlowError(f"AUTO CDC flow `{spec.name}` needs a streaming source; "
                         f"`{spec.source}` is not one")
@@ -108,14 +107,24 @@ def run_auto_cdc_flow(spark: SparkSession, spec: AutoCdcSpec, source: DataFrame,
     started = time.monotonic()
     target_path = str(warehouse.table_path(spec.target).resolve())
     state_path = str(warehouse.auto_cdc_state_path(spec.target).resolve())
+    scd = auto_cdc_scd2 if spec.stored_as_scd_type == 2 else auto_cdc
     if not warehouse.has_table(spec.target):
-        warehouse.create_table(spark, spec.target, target_schema(spec, source))
-    if not Warehouse.is_delta(warehouse.auto_cdc_state_path(spec.target)):
-        spark.createDataFrame([], state_schema(spec, source)).write.format("delta").save(state_path)
+        warehouse.create_table(spark, spec.target, scd.target_schema(spec, source),
+                               properties={**spec.target_properties, **(table_properties or {})})
+    scd.ensure_state_table(spark, spec, source, state_path)
+    rejected_path = auto_cdc.rejected_rows_path(state_path)  # flow, batch_id, reason, record...
     totals = CdcBatchStats()
 
     def apply(batch: DataFrame, batch_id: int) -> None:
-        totals.add(apply_scd1_batch(spark, batch, batch_id, spec, target_path, state_path))
+        if scd is auto_cdc_scd2:
+            stats = auto_cdc_scd2.apply_scd2_batch(spark, batch, batch_id, spec, target_path,
+                                                   state_path, rejected_path=rejected_path)
+        else:
+            stats = auto_cdc.apply_scd1_batch(
+                spark, batch, batch_id, spec, target_path, state_path,
+                rejected_path=rejected_path,
+                tombstone_gc_seconds=spec.tombstone_gc_seconds(table_properties))
+        totals.add(stats)
 
     query = (
         source.writeStream.queryName(spec.name)

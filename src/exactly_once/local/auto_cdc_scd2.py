@@ -1,0 +1,180 @@
+"""AUTO CDC, SCD type 2 on Delta: a history of versions per key, `__START_AT` / `__END_AT`.
+
+A version is a run of consecutive upserts (by sequence) whose tracked columns are equal: it
+starts at the first one's sequence, shows the last one's values (an untracked change updates
+the version in place), and ends at the next event's sequence: the next version's start, or a
+delete, which closes it. `__END_AT IS NULL` marks the current version; a deleted key has none.
+
+The state table (`<warehouse>/_pipeline/auto_cdc/<target>`) is the journal of every applied
+event per key (keys, sequence, delete flag, target columns as received). Per batch:
+1. events with a NULL key or sequence are rejected to the rejected-rows table;
+2. events whose (key, sequence) is already in the journal are dropped (redeliveries), and one
+   event is kept per (key, sequence) inside the batch;
+3. for the keys the remaining events touch, the journal plus those events are replayed in
+   sequence order into versions, so a late event lands where it belongs: it can split a version
+   or fill a gap, and an upsert older than a delete makes a closed version, never a current one;
+4. one MERGE on (keys, `__START_AT`) replaces those keys' versions in the target (update,
+   insert, delete), then one MERGE appends the events to the journal.
+Both MERGEs carry the idempotent-write markers (txnAppId, txnVersion = batch id) and the
+decisions come only from the journal, which is written last: a replay after a crash between
+them skips the target MERGE and writes the same journal rows as the first attempt would have.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from delta.tables import DeltaTable
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructField, StructType
+
+from exactly_once.local import auto_cdc
+from exactly_once.local.auto_cdc import (
+    IS_DELETE,
+    REJECT_REASON,
+    RESET,
+    SEQUENCE,
+    CdcBatchStats,
+    data_columns,
+    fill_null_updates,
+    merge_condition,
+    record_rejected,
+    tag_events,
+    target_columns,
+)
+from exactly_once.local.auto_cdc_spec import AutoCdcSpec
+
+START_AT, END_AT = "__START_AT", "__END_AT"
+OP = "__op"
+
+
+def tracked_columns(spec: AutoCdcSpec, source_columns: list[str]) -> list[str]:
+    """Columns whose change opens a new version (default: every non-key target column)."""
+    data = data_columns(spec, source_columns)
+    if spec.track_history_column_list is not None:
+        unknown = set(spec.track_history_column_list) - set(data)
+        if unknown:
+            raise ValueError(f"{spec.name}: track_history_column_list names columns that are "
+                             f"not non-key target columns: {sorted(unknown)}")
+        return list(spec.track_history_column_list)
+    excluded = set(spec.track_history_except_column_list or ())
+    return [c for c in data if c not in excluded]
+
+
+def _nullable(schema: StructType) -> StructType:
+    return StructType([StructField(f.name, f.dataType, True) for f in schema.fields])
+
+
+def target_schema(spec: AutoCdcSpec, source: DataFrame) -> StructType:
+    """The target columns, then `__START_AT` and `__END_AT` typed like the sequence."""
+    return _nullable(tag_events(source, spec).select(
+        *target_columns(spec, source.columns),
+        F.col(SEQUENCE).alias(START_AT), F.col(SEQUENCE).alias(END_AT)).schema)
+
+
+def journal_schema(spec: AutoCdcSpec, source: DataFrame) -> StructType:
+    return _nullable(tag_events(source, spec).select(
+        *spec.keys, SEQUENCE, IS_DELETE, *data_columns(spec, source.columns)).schema)
+
+
+def ensure_state_table(spark: SparkSession, spec: AutoCdcSpec, source: DataFrame,
+                       state_path: str) -> None:
+    if not (Path(state_path) / "_delta_log").is_dir():
+        spark.createDataFrame([], journal_schema(spec, source)).write.format("delta").save(
+            state_path)
+        return
+    missing = set(journal_schema(spec, source).fieldNames()) - set(
+        spark.read.format("delta").load(state_path).columns)
+    if missing:
+        raise ValueError(f"{spec.name}: the AUTO CDC state at {state_path} was not written by "
+                         f"this SCD2 flow (no {sorted(missing)}); run a full refresh")
+
+
+def versions_of(history: DataFrame, spec: AutoCdcSpec, columns: list[str],
+                tracked: list[str], order: list[str]) -> DataFrame:
+    """Replay each key's events (keys, SEQUENCE, IS_DELETE, columns) in sequence order."""
+    if spec.ignore_null_updates:  # a NULL keeps the previous event's value, until a delete
+        history = fill_null_updates(history, spec, columns).drop(RESET)
+    by_sequence = Window.partitionBy(*spec.keys).orderBy(SEQUENCE)
+    so_far = by_sequence.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    tracked_value = F.struct(*[F.col(f"`{c}`") for c in tracked]) if tracked else F.lit(True)
+    previous_delete = F.lag(IS_DELETE).over(by_sequence)
+    opens_version = ~F.col(IS_DELETE) & (
+        previous_delete.isNull() | previous_delete
+        | ~F.lag(tracked_value).over(by_sequence).eqNullSafe(tracked_value))
+    runs = history.withColumn("__next", F.lead(SEQUENCE).over(by_sequence)) \
+        .withColumn("__run", F.sum((opens_version | F.col(IS_DELETE)).cast("int")).over(so_far))
+    last = F.struct(*[F.col(f"`{c}`") for c in columns], F.col("__next").alias(END_AT))
+    versions = runs.where(~F.col(IS_DELETE)).groupBy(*spec.keys, "__run").agg(
+        F.min(SEQUENCE).alias(START_AT), F.max_by(last, F.col(SEQUENCE)).alias("__last"))
+    return versions.select(
+        *[F.col(f"`{c}`") if c in spec.keys else F.col(f"__last.`{c}`").alias(c) for c in order],
+        START_AT, F.col(f"__last.{END_AT}").alias(END_AT))
+
+
+def _one_per_sequence(events: DataFrame, spec: AutoCdcSpec, columns: list[str]) -> DataFrame:
+    """Equal (key, sequence) inside a batch is undefined in Databricks; pick deterministically,
+    so a replayed batch picks the same event."""
+    same = Window.partitionBy(*spec.keys, SEQUENCE).orderBy(
+        F.col(IS_DELETE).desc(), F.to_json(F.struct(*[F.col(f"`{c}`") for c in columns])).desc())
+    return events.withColumn("__rank", F.row_number().over(same)).where("__rank = 1") \
+        .drop("__rank")
+
+
+def apply_scd2_batch(spark: SparkSession, batch: DataFrame, batch_id: int, spec: AutoCdcSpec,
+                     target_path: str, state_path: str, *,
+                     rejected_path: str | None = None) -> CdcBatchStats:
+    columns = data_columns(spec, batch.columns)
+    tracked = tracked_columns(spec, batch.columns)
+    order = target_columns(spec, batch.columns)
+    events = tag_events(batch, spec).persist()
+    try:
+        total = events.count()
+        rejected = record_rejected(spark, events, batch.columns, spec, batch_id, rejected_path)
+        good = events.where(F.col(REJECT_REASON) == "").select(
+            *spec.keys, SEQUENCE, IS_DELETE, *columns)
+        journal = spark.read.format("delta").load(state_path)
+        fresh = _one_per_sequence(good, spec, columns).join(
+            journal.select(*spec.keys, SEQUENCE), [*spec.keys, SEQUENCE], "left_anti").persist()
+        try:
+            applied = fresh.count()
+            deletes = fresh.where(F.col(IS_DELETE)).count()
+            if applied:
+                _apply(spark, spec, batch_id, fresh, journal, columns, tracked, order,
+                       target_path, state_path)
+        finally:
+            fresh.unpersist()
+        return CdcBatchStats(rejected=rejected, upserts=applied - deletes, deletes=deletes,
+                             stale=total - rejected - applied)
+    finally:
+        events.unpersist()
+
+
+def _apply(spark: SparkSession, spec: AutoCdcSpec, batch_id: int, fresh: DataFrame,
+           journal: DataFrame, columns: list[str], tracked: list[str], order: list[str],
+           target_path: str, state_path: str) -> None:
+    affected = fresh.select(*spec.keys).distinct()
+    history = journal.join(affected, list(spec.keys), "left_semi").unionByName(fresh)
+    versions = versions_of(history, spec, columns, tracked, order)
+    target = DeltaTable.forPath(spark, target_path)
+    obsolete = target.toDF().join(affected, list(spec.keys), "left_semi") \
+        .select(*spec.keys, START_AT) \
+        .join(versions.select(*spec.keys, START_AT), [*spec.keys, START_AT], "left_anti")
+    ops = versions.withColumn(OP, F.lit("upsert")).unionByName(
+        obsolete.withColumn(OP, F.lit("delete")), allowMissingColumns=True)
+    values = {f"`{c}`": f"s.`{c}`" for c in [*order, START_AT, END_AT]}
+    unchanged = " AND ".join(f"t.`{c}` <=> s.`{c}`" for c in [*columns, END_AT])
+    target_merge = (
+        target.alias("t").merge(ops.alias("s"), merge_condition(spec, (START_AT,)))
+        .whenMatchedDelete(condition=f"s.{OP} = 'delete'")
+        .whenMatchedUpdate(condition=f"s.{OP} = 'upsert' AND NOT ({unchanged})", set=values)
+        .whenNotMatchedInsert(condition=f"s.{OP} = 'upsert'", values=values)
+    )
+    auto_cdc._idempotent_merge(spark, f"{spec.name}:target", batch_id, target_merge)
+    journal_merge = (
+        DeltaTable.forPath(spark, state_path).alias("t")
+        .merge(fresh.alias("s"), merge_condition(spec, (SEQUENCE,)))
+        .whenNotMatchedInsertAll()
+    )
+    auto_cdc._idempotent_merge(spark, f"{spec.name}:state", batch_id, journal_merge)

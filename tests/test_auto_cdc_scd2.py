@@ -1,0 +1,116 @@
+"""SCD2 AUTO CDC on real Delta tables: versions, late events, deletes, crash replay."""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.sql import functions as F
+
+from exactly_once.local import auto_cdc, auto_cdc_scd2
+from exactly_once.local.auto_cdc_scd2 import apply_scd2_batch, target_schema
+from exactly_once.local.auto_cdc_spec import AutoCdcSpec
+
+SCHEMA = "id STRING, seq BIGINT, kind STRING, status STRING, note STRING, off BIGINT"
+
+
+class History:
+    def __init__(self, spark, path):
+        self.spark = spark
+        self.spec = AutoCdcSpec(name="hist", target="h", source="s", keys=("id",),
+                                sequence_by=F.struct("seq", "off"),
+                                apply_as_deletes=F.expr("kind = 'delete'"),
+                                except_column_list=("off",), stored_as_scd_type=2,
+                                track_history_column_list=("status",))
+        self.target, self.state = str(path / "target"), str(path / "state")
+        self.rejected = auto_cdc.rejected_rows_path(self.state)
+        sample = spark.createDataFrame([], SCHEMA)
+        spark.createDataFrame([], target_schema(self.spec, sample)).write.format("delta") \
+            .save(self.target)
+        auto_cdc_scd2.ensure_state_table(spark, self.spec, sample, self.state)
+        self.next_batch = 0
+
+    def apply(self, rows, batch_id=None):
+        batch_id = self.next_batch if batch_id is None else batch_id
+        self.next_batch = batch_id + 1
+        batch = self.spark.createDataFrame(rows, SCHEMA)
+        return apply_scd2_batch(self.spark, batch, batch_id, self.spec, self.target,
+                                self.state, rejected_path=self.rejected)
+
+    def rows(self):
+        """(id, status, note, start seq, end seq or None), by key and start."""
+        df = self.spark.read.format("delta").load(self.target)
+        return sorted(((r["id"], r["status"], r["note"], r["__START_AT"]["seq"],
+                       r["__END_AT"]["seq"] if r["__END_AT"] else None) for r in df.collect()),
+                      key=lambda row: (row[0], row[3]))
+
+
+def up(key, seq, status, note="", off=0):
+    return (key, seq, "upsert", status, note, off)
+
+
+def delete(key, seq):
+    return (key, seq, "delete", None, None, 0)
+
+
+def test_versions_deletes_and_late_events(spark, tmp_path):
+    h = History(spark, tmp_path)
+    columns = spark.read.format("delta").load(h.target).schema
+    assert columns["__START_AT"].dataType == columns["__END_AT"].dataType \
+        == spark.createDataFrame([], SCHEMA).select(F.struct("seq", "off")).schema[0].dataType
+    # untracked `note` changes update the version in place; a `status` change opens one
+    stats = h.apply([up("a", 2, "new", "y"), up("a", 1, "new", "x"), up("a", 3, "paid", "y"),
+                     up("b", 1, "new")])
+    assert h.rows() == [("a", "new", "y", 1, 3), ("a", "paid", "y", 3, None),
+                        ("b", "new", "", 1, None)]
+    assert (stats.upserts, stats.deletes, stats.stale) == (4, 0, 0)
+    h.apply([delete("a", 5)])  # closes the current version, opens none
+    assert h.rows()[:2] == [("a", "new", "y", 1, 3), ("a", "paid", "y", 3, 5)]
+    h.apply([up("a", 4, "shipped")])  # late, older than the delete: a closed version
+    assert h.rows()[:3] == [("a", "new", "y", 1, 3), ("a", "paid", "y", 3, 4),
+                            ("a", "shipped", "", 4, 5)]
+    stats = h.apply([up("a", 4, "shipped"), up("a", 6, "new", "back")])  # redelivery + newer
+    assert stats.stale == 1
+    assert h.rows() == [("a", "new", "y", 1, 3), ("a", "paid", "y", 3, 4),
+                        ("a", "shipped", "", 4, 5), ("a", "new", "back", 6, None),
+                        ("b", "new", "", 1, None)]
+
+
+def test_out_of_order_history_equals_in_order_history(spark, tmp_path):
+    events = [up("a", 1, "new", "x"), up("a", 5, "paid", "x"), up("a", 3, "shipped", "x"),
+              up("a", 4, "shipped", "z"), up("a", 2, "new", "w"), delete("a", 7),
+              up("a", 6, "paid", "q")]
+    late = History(spark, tmp_path / "late")
+    late.apply(events[:2])
+    assert late.rows() == [("a", "new", "x", 1, 5), ("a", "paid", "x", 5, None)]
+    late.apply(events[2:3])  # lands inside [1, 5): splits it
+    assert late.rows() == [("a", "new", "x", 1, 3), ("a", "shipped", "x", 3, 5),
+                           ("a", "paid", "x", 5, None)]
+    for event in events[3:]:
+        late.apply([event])
+    in_order = History(spark, tmp_path / "in_order")
+    in_order.apply(sorted(events, key=lambda e: e[1]))
+    assert late.rows() == in_order.rows() == [
+        ("a", "new", "w", 1, 3), ("a", "shipped", "z", 3, 5), ("a", "paid", "q", 5, 7)]
+
+
+def test_a_crash_between_the_commits_and_rejected_rows(spark, tmp_path, monkeypatch):
+    h = History(spark, tmp_path)
+    h.apply([up("a", 1, "new")], batch_id=0)
+    batch = [up("a", 3, "paid"), up("a", 2, "new", "n"), (None, 4, "upsert", "x", "", 0),
+             ("b", None, "upsert", "x", "", 0)]
+    real_merge = auto_cdc._idempotent_merge
+
+    def target_then_crash(spark, app_id, batch_id, merge):
+        real_merge(spark, app_id, batch_id, merge)
+        if app_id.endswith(":target"):
+            raise RuntimeError("killed after the target commit")
+
+    monkeypatch.setattr(auto_cdc, "_idempotent_merge", target_then_crash)
+    with pytest.raises(RuntimeError, match="killed"):
+        h.apply(batch, batch_id=1)
+    monkeypatch.setattr(auto_cdc, "_idempotent_merge", real_merge)
+    stats = h.apply(batch, batch_id=1)  # the replay: target merge skipped, journal written
+    assert stats.rejected == 2
+    h.apply([up("a", 4, "paid", "m")], batch_id=2)  # decided from the replayed journal
+    assert h.rows() == [("a", "new", "n", 1, 3), ("a", "paid", "m", 3, None)]
+    rejected = spark.read.format("delta").load(h.rejected)
+    assert sorted(r.reason for r in rejected.collect()) == ["null key (id)", "null sequence"]
