@@ -114,3 +114,50 @@ def test_a_crash_between_the_commits_and_rejected_rows(spark, tmp_path, monkeypa
     assert h.rows() == [("a", "new", "n", 1, 3), ("a", "paid", "m", 3, None)]
     rejected = spark.read.format("delta").load(h.rejected)
     assert sorted(r.reason for r in rejected.collect()) == ["null key (id)", "null sequence"]
+
+
+def test_a_pipeline_runs_scd1_and_scd2_flows_over_two_updates(spark, tmp_path):
+    from test_local_runtime import write_pipeline
+
+    from exactly_once.local.loader import load_graph
+    from exactly_once.local.update import PipelineUpdate
+    from exactly_once.local.warehouse import Warehouse
+
+    changes = str(tmp_path / "changes")
+    files = write_pipeline(tmp_path / "p", f"""
+        from pyspark import pipelines as dp
+
+        @dp.temporary_view(name="changes")
+        def changes():
+            return spark.readStream.format("delta").load("{changes}")
+
+        dp.create_streaming_table(name="current", table_properties={{
+            "pipelines.cdc.tombstoneGCThresholdInSeconds": "0"}})
+        dp.create_auto_cdc_flow(target="current", source="changes", keys=["id"],
+                                sequence_by="seq", apply_as_deletes="kind = 'delete'",
+                                except_column_list=["kind", "off"])
+        dp.create_streaming_table(name="history")
+        dp.apply_changes(target="history", source="changes", keys=["id"], sequence_by="seq",
+                         apply_as_deletes="kind = 'delete'", stored_as_scd_type="2",
+                         track_history_except_column_list=["note", "seq"],
+                         except_column_list=["kind", "off"])
+    """)
+    warehouse = Warehouse(tmp_path / "wh")
+
+    def update(rows):
+        spark.createDataFrame(rows, SCHEMA).write.format("delta").mode("append").save(changes)
+        return PipelineUpdate(spark, load_graph(spark, files), warehouse).run()
+
+    update([up("a", 2, "paid"), up("a", 1, "new"), delete("b", 1), (None, 1, "x", "y", "", 0)])
+    result = update([up("a", 3, "paid", "late note"), delete("a", 4), up("a", 1, "new")])
+    assert {f.flow: (f.output_rows, f.cdc_stale) for f in result.flows} == {
+        "current": (1, 2), "history": (2, 1)}  # SCD1 reduces a 3 into a 4 (stale)
+    table = spark.read.format("delta").load
+    assert table(str(warehouse.table_path("current"))).count() == 0
+    history = table(str(warehouse.table_path("history"))).orderBy("__START_AT").collect()
+    assert [(r.status, r.note, r["__START_AT"], r["__END_AT"]) for r in history] == [
+        ("new", "", 1, 2), ("paid", "late note", 2, 4)]
+    state = str(warehouse.auto_cdc_state_path("current"))
+    assert table(state).count() == 0  # tombstones of `a` and `b` collected (threshold 0)
+    rejected = table(auto_cdc.rejected_rows_path(state)).collect()
+    assert [(r.flow, r.reason) for r in rejected] == [("current", "null key (id)")]

@@ -28,7 +28,7 @@ def test_the_project_pipeline_declares_the_medallion_graph(spark, settings):
         "orders": StreamingTable, "player_xp": MaterializedView,
         "checked_orders": TemporaryView, "checked_player_rewards": TemporaryView,
         "player_xp_ledger": StreamingTable, "xp_grants_in_time": TemporaryView,
-        "late_events": StreamingTable,
+        "late_events": StreamingTable, "orders_history": StreamingTable,
     }
     assert sorted(f.name for f in graph.flows_into("quarantine")) == [
         "quarantine_orders", "quarantine_player_rewards"]

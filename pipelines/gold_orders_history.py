@@ -1,0 +1,29 @@
+"""Gold order history (SCD2): one version per change of status or amount, `__START_AT` /
+`__END_AT` typed like the sequence (`struct(sequence, kafka_offset)`); the current version of
+an order has `__END_AT IS NULL`, a deleted order has none. Other columns update in place.
+
+Same source, keys, sequence and deletes as `orders` (gold_orders.py), so late and out-of-order
+events land where their sequence puts them in the history.
+"""
+
+from pyspark import pipelines as dp
+from pyspark.sql import functions as F
+
+from exactly_once.config import pipeline_settings
+from exactly_once.transforms.silver import LINEAGE
+
+orders = pipeline_settings(spark).topic("orders")
+
+dp.create_streaming_table(name="orders_history",
+                          comment="History of each order's status and amount (SCD type 2).")
+
+dp.create_auto_cdc_flow(
+    target="orders_history",
+    source="checked_orders",
+    keys=[orders.key],
+    sequence_by=F.struct(*orders.sequence_by),
+    apply_as_deletes=F.col("event_type").isin(*orders.delete_event_types),
+    except_column_list=LINEAGE,
+    stored_as_scd_type=2,
+    track_history_column_list=["status", "amount"],
+)
