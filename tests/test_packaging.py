@@ -1,7 +1,8 @@
 """What installing the package pulls in, wherever it is installed."""
 
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 PYPROJECT = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]
 
