@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 from datetime import datetime, timezone
 
 from pyspark.sql import DataFrame, SparkSession
@@ -42,3 +43,25 @@ def kafka_rows(spark: SparkSession, records: list[tuple[str, str | None, object]
         rows.append((None if key is None else key.encode(), value.encode(), topic, 0,
                      first_offset + i, now, 0, []))
     return spark.createDataFrame(rows, KAFKA_SCHEMA).select(*KAFKA_COLUMNS)
+
+
+@contextmanager
+def crash_after_target_commit(monkeypatch):
+    """The AUTO CDC batch inside dies right after its target commit, before its state commit."""
+    import pytest
+
+    from exactly_once.local import auto_cdc
+
+    real_merge = auto_cdc._idempotent_merge
+
+    def target_then_crash(spark, app_id, batch_id, merge):
+        real_merge(spark, app_id, batch_id, merge)
+        if app_id.endswith(":target"):
+            raise RuntimeError("killed after the target commit")
+
+    monkeypatch.setattr(auto_cdc, "_idempotent_merge", target_then_crash)
+    try:
+        with pytest.raises(RuntimeError, match="killed"):
+            yield
+    finally:
+        monkeypatch.setattr(auto_cdc, "_idempotent_merge", real_merge)

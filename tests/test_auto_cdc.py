@@ -6,6 +6,7 @@ import json
 import time
 
 import pytest
+from helpers import crash_after_target_commit
 from pyspark.sql import functions as F
 
 from exactly_once.local import auto_cdc
@@ -167,17 +168,8 @@ def test_replaying_a_committed_batch_changes_nothing(tables, spark):
 def test_a_crash_between_the_two_commits_recovers_on_replay(tables, monkeypatch):
     tables.apply([up("a", 1, "v1"), up("b", 1, "b1")], batch_id=0)
     batch = [delete("a", 2), up("b", 2, "b2")]
-    real_merge = auto_cdc._idempotent_merge
-
-    def target_then_crash(spark, app_id, batch_id, merge):
-        real_merge(spark, app_id, batch_id, merge)
-        if app_id.endswith(":target"):
-            raise RuntimeError("killed after the target commit")
-
-    monkeypatch.setattr(auto_cdc, "_idempotent_merge", target_then_crash)
-    with pytest.raises(RuntimeError, match="killed"):
+    with crash_after_target_commit(monkeypatch):
         tables.apply(batch, batch_id=1)
-    monkeypatch.setattr(auto_cdc, "_idempotent_merge", real_merge)
     tables.apply(batch, batch_id=1)  # the replay: target merge skipped, state merge applied
     tables.apply([up("a", 1, "stale")], batch_id=2)  # the tombstone from the replay holds
     assert tables.rows() == [("b", 2, "b2")]

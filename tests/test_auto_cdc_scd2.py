@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import pytest
+from helpers import crash_after_target_commit
 from pyspark.sql import functions as F
 
 from exactly_once.local import auto_cdc, auto_cdc_scd2
@@ -97,17 +97,8 @@ def test_a_crash_between_the_commits_and_rejected_rows(spark, tmp_path, monkeypa
     h.apply([up("a", 1, "new")], batch_id=0)
     batch = [up("a", 3, "paid"), up("a", 2, "new", "n"), (None, 4, "upsert", "x", "", 0),
              ("b", None, "upsert", "x", "", 0)]
-    real_merge = auto_cdc._idempotent_merge
-
-    def target_then_crash(spark, app_id, batch_id, merge):
-        real_merge(spark, app_id, batch_id, merge)
-        if app_id.endswith(":target"):
-            raise RuntimeError("killed after the target commit")
-
-    monkeypatch.setattr(auto_cdc, "_idempotent_merge", target_then_crash)
-    with pytest.raises(RuntimeError, match="killed"):
+    with crash_after_target_commit(monkeypatch):
         h.apply(batch, batch_id=1)
-    monkeypatch.setattr(auto_cdc, "_idempotent_merge", real_merge)
     stats = h.apply(batch, batch_id=1)  # the replay: target merge skipped, journal written
     assert stats.rejected == 2
     h.apply([up("a", 4, "paid", "m")], batch_id=2)  # decided from the replayed journal
