@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal, InvalidOperation
 
 ORDER_TYPES = {"order_created", "order_updated", "order_cancelled", "order_deleted"}
@@ -105,3 +105,131 @@ def expected_tables(records: list[Delivered], topics: dict[str, str]) -> Expecte
     for event in xp_events.values():
         player_xp[event["player_id"]] = player_xp.get(event["player_id"], 0) + event["xp"]
     return Expected(quarantined, silver, orders, player_xp)
+
+
+# --- The rest of the contract: history, ledger, silver's watermark, quarantine ------------------
+#
+# Used by tests/test_properties.py (docs/testing.md). Every function takes the deliveries in the
+# order Kafka stored them (offsets increase per topic) and knows nothing of Spark.
+
+Rank = tuple  # (sequence, kafka_offset): the pipeline's `struct(sequence, kafka_offset)`
+
+
+def _valid_deliveries(records: list[Delivered], topic: str, entity: str) \
+        -> list[tuple[Delivered, dict]]:
+    return [(r, e) for r in records if r.topic == topic
+            and (e := valid_event(r, entity)) is not None]
+
+
+def _by_key_in_rank_order(records: list[Delivered], topic: str) \
+        -> dict[str, list[tuple[Rank, dict]]]:
+    """Each order's valid deliveries by (sequence, offset); a record read twice (same offset)
+    is one event."""
+    by_key: dict[str, dict[Rank, dict]] = {}
+    for record, event in _valid_deliveries(records, topic, "order_id"):
+        by_key.setdefault(record.key, {})[(event["sequence"], record.offset)] = event
+    return {key: sorted(events.items(), key=lambda item: item[0])
+            for key, events in by_key.items()}
+
+
+def current_orders(records: list[Delivered], topic: str = "orders") -> dict[str, dict]:
+    """SCD1: per order the valid event with the highest (sequence, offset), absent if that is a
+    delete. An older event than a delete never resurrects the order; a newer upsert does."""
+    current = {}
+    for key, events in _by_key_in_rank_order(records, topic).items():
+        _, newest = events[-1]
+        if newest["event_type"] != "order_deleted":
+            current[key] = newest
+    return current
+
+
+def _amount(event: dict) -> Decimal:
+    return _decimal(event["amount"]).quantize(Decimal("0.01"))
+
+
+@dataclass(frozen=True)
+class Version:
+    """One SCD2 row of `orders_history`."""
+
+    order_id: str
+    start: Rank  # __START_AT: the (sequence, offset) of the version's first event
+    end: Rank | None  # __END_AT: the next version's start or the delete's; None = current
+    event: dict  # the version's last event (untracked columns update the version in place)
+
+
+def order_history(records: list[Delivered], topic: str = "orders",
+                  tracked: tuple[str, ...] = ("status", "amount")) -> list[Version]:
+    """SCD2 as Databricks documents it for `track_history_column_list=tracked`.
+
+    Per key, the events in (sequence, offset) order: a version is a maximal run of consecutive
+    upserts with equal tracked values; a delete closes the open version (its sequence is the
+    version's end) and the next upsert opens a new one, whatever its values.
+    """
+    def values(event):
+        return tuple(_amount(event) if c == "amount" else event[c] for c in tracked)
+
+    versions = []
+    for key, events in _by_key_in_rank_order(records, topic).items():
+        start, last = None, None  # the open version
+        for rank, event in events:
+            if event["event_type"] == "order_deleted":
+                if start is not None:
+                    versions.append(Version(key, start, rank, last))
+                start, last = None, None
+            elif start is not None and values(event) == values(last):
+                last = event
+            else:
+                if start is not None:
+                    versions.append(Version(key, start, rank, last))
+                start, last = rank, event
+        if start is not None:
+            versions.append(Version(key, start, None, last))
+    return versions
+
+
+def xp_ledger(records: list[Delivered], topic: str = "player-rewards") -> dict[str, dict]:
+    """The processed-messages ledger: each valid grant once per event_id (none is older than
+    max_event_age here: the model does not cover late_events)."""
+    ledger = {}
+    for _, event in _valid_deliveries(records, topic, "player_id"):
+        ledger.setdefault(event["event_id"], event)
+    return ledger
+
+
+def xp_totals(ledger: dict[str, dict]) -> dict[str, tuple[int, int]]:
+    """player_id -> (total_xp, xp_events)."""
+    totals: dict[str, tuple[int, int]] = {}
+    for event in ledger.values():
+        xp, count = totals.get(event["player_id"], (0, 0))
+        totals[event["player_id"]] = (xp + event["xp"], count + 1)
+    return totals
+
+
+def quarantined_offsets(records: list[Delivered], topics: dict[str, str]) -> list[tuple]:
+    """(topic, partition, offset) of every delivery that breaks the contract, one per delivery."""
+    return sorted((r.topic, r.partition, r.offset) for r in records
+                  if valid_event(r, topics[r.topic]) is None)
+
+
+def silver_event_ids(runs: list[list[Delivered]], topic: str, entity: str,
+                     delay: timedelta) -> set[str]:
+    """The event_ids silver keeps when each run is one micro-batch.
+
+    `withWatermark(occurred_at, delay)` + `dropDuplicatesWithinWatermark(event_id)`: a batch is
+    filtered with the watermark left by the batches before it (none in the first), which is the
+    highest occurred_at of the valid events seen so far minus `delay`; a row older than it is
+    dropped as late, and an event_id kept before is dropped as a redelivery (its state outlives
+    the watermark passing its occurred_at, so a redelivery recent enough to pass is still caught).
+    The model does not decide rows exactly at the watermark: generate none.
+    """
+    kept: set[str] = set()
+    watermark, newest = None, None
+    for run in runs:
+        for _, event in _valid_deliveries(run, topic, entity):
+            occurred = _timestamp(event["occurred_at"])
+            newest = occurred if newest is None else max(newest, occurred)
+            if watermark is None or occurred >= watermark:
+                kept.add(event["event_id"])
+        if newest is not None:
+            watermark = newest - delay
+    return kept
