@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 
 from pyspark.sql import DataFrame, SparkSession
 
-from exactly_once.transforms.bronze import KAFKA_COLUMNS
+from exactly_once.transforms.bronze import with_ingestion_time
 
 KAFKA_SCHEMA = ("key BINARY, value BINARY, topic STRING, partition INT, offset BIGINT, "
                 "timestamp TIMESTAMP, timestampType INT, "
@@ -32,7 +32,7 @@ def reward(event_id: str, player_id: str, xp, occurred_at: str = "2026-11-21T10:
 
 def kafka_rows(spark: SparkSession, records: list[tuple[str, str | None, object]],
                first_offset: int = 0) -> DataFrame:
-    """(topic, key, payload) triples as the Kafka source would deliver them.
+    """(topic, key, payload) triples as bronze stores them: as Kafka delivered them, ingested now.
 
     A dict payload is sent as JSON; a str payload is sent as is (for malformed values).
     """
@@ -42,7 +42,7 @@ def kafka_rows(spark: SparkSession, records: list[tuple[str, str | None, object]
         value = payload if isinstance(payload, str) else json.dumps(payload)
         rows.append((None if key is None else key.encode(), value.encode(), topic, 0,
                      first_offset + i, now, 0, []))
-    return spark.createDataFrame(rows, KAFKA_SCHEMA).select(*KAFKA_COLUMNS)
+    return with_ingestion_time(spark.createDataFrame(rows, KAFKA_SCHEMA))
 
 
 @contextmanager

@@ -95,35 +95,39 @@ def assert_tables_match(spark, warehouse, delivered: list[Delivered],
 
 def test_two_updates_against_a_real_broker(spark, kafka_broker, tmp_path):
     bootstrap = kafka_broker.bootstrap
-    topics = ["orders", "player-rewards"]
+    topics = ["orders-e2e", "rewards-e2e"]  # this test's own: other tests share the broker
     ensure_topics(bootstrap, {topic: 2 for topic in topics})
     settings = load_settings("local", overrides={
         "exactly_once.kafka.bootstrap_servers": bootstrap,
         # small micro-batches, so ordering and dedup are exercised across batch boundaries
         "exactly_once.kafka.max_offsets_per_trigger": "1200",
+        "exactly_once.topics.orders.topic": topics[0],
+        "exactly_once.topics.player_rewards.topic": topics[1],
     })
     warehouse = tmp_path / "warehouse"
 
     first = generate_stream(GeneratorConfig(events=2000, orders=150, players=40, seed=11,
-                                            start=START))
+                                            start=START, orders_topic=topics[0],
+                                            rewards_topic=topics[1]))
     produce_records(bootstrap, first)
     result = run_pipeline(spark, settings, warehouse)
     delivered = consume_all(bootstrap, topics)
     assert len(delivered) == len(first)
-    expected = assert_tables_match(spark, warehouse, delivered)
+    expected = assert_tables_match(spark, warehouse, delivered, *topics)
     assert expected.quarantined and len(expected.orders) < 150  # the stream had bad records
     assert result.total("duplicates_dropped") > 0 and result.total("cdc_stale") > 0
 
     # New events later in event time, plus exact redeliveries of the first run's records.
     second = generate_stream(GeneratorConfig(
         events=800, orders=150, players=40, seed=12,
-        start=last_event_time(first) + timedelta(minutes=1)))
+        start=last_event_time(first) + timedelta(minutes=1),
+        orders_topic=topics[0], rewards_topic=topics[1]))
     redelivered = first[::25]
     produce_records(bootstrap, second + redelivered)
     result = run_pipeline(spark, settings, warehouse)
     assert result.flow_input("bronze_kafka_events") == len(second) + len(redelivered), \
         "the second update reads only records it has not seen"
-    assert_tables_match(spark, warehouse, consume_all(bootstrap, topics))
+    assert_tables_match(spark, warehouse, consume_all(bootstrap, topics), *topics)
 
 
 def gold(spark, warehouse) -> dict[str, list]:

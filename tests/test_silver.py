@@ -6,7 +6,7 @@ import json
 
 from helpers import kafka_rows, order, reward
 
-from exactly_once.transforms.bronze import read_kcat_file
+from exactly_once.transforms.bronze import read_kcat_file, with_ingestion_time
 from exactly_once.transforms.silver import (
     deduplicate_events,
     parse_events,
@@ -99,7 +99,7 @@ def test_watermark_dedup_drops_redeliveries_across_micro_batches(spark, settings
     _write_batch(inbox, "1.json", [(0, ("orders", "o1", first)), (1, ("orders", "o1", first))])
 
     def run_trigger():
-        bronze = read_kcat_file(spark, f"{inbox}/*.json")
+        bronze = with_ingestion_time(read_kcat_file(spark, f"{inbox}/*.json"))
         events = deduplicate_events(valid_events(parse_events(bronze, orders), orders), orders)
         events.writeStream.format("delta").option("checkpointLocation", str(tmp_path / "ckpt")) \
             .trigger(availableNow=True).start(str(out)).awaitTermination()

@@ -81,30 +81,30 @@ class PipelineUpdate:
     def _run_flow(self, flow: Flow | AutoCdcSpec):
         kind = "auto_cdc" if isinstance(flow, AutoCdcSpec) else (
             "materialized_view" if self.graph.is_materialized_view(flow.target) else "append")
-        observed: list[ObservedExpectations] = []
-        if isinstance(flow, AutoCdcSpec):
-            source = self._resolve(flow.source, streaming=True)
-            if source is None:
-                raise GraphError(f"AUTO CDC flow `{flow.name}` reads `{flow.source}`, "
-                                 "which the pipeline does not define")
-
-            def run():
-                return flows.run_auto_cdc_flow(self.spark, flow, source, self.warehouse,
-                                               self.progress)
-        else:
-            outer, self._observed = self._observed, []
-            try:
+        # Expectations of views this flow reads are counted by this flow, whatever upstream
+        # flows its query runs first (they collect their own, on their own stack frame).
+        outer, self._observed = self._observed, []
+        try:
+            if isinstance(flow, AutoCdcSpec):
+                df, own = self._resolve(flow.source, streaming=True), None
+                if df is None:
+                    raise GraphError(f"AUTO CDC flow `{flow.name}` reads `{flow.source}`, "
+                                     "which the pipeline does not define")
+            else:
                 df = flow.func()  # may update upstream datasets first, through _resolve
                 df, own = apply_expectations(df, declared(flow.func), flow.target)
-                observed = [*self._observed, *([own] if own else [])]
-            finally:
-                self._observed = outer
+            observed = [*self._observed, *([own] if own else [])]
+        finally:
+            self._observed = outer
+
+        def run():
+            if isinstance(flow, AutoCdcSpec):
+                return flows.run_auto_cdc_flow(self.spark, flow, df, self.warehouse,
+                                               self.progress)
             runner = flows.run_materialized_view if kind == "materialized_view" \
                 else flows.run_append_flow
+            return runner(self.spark, flow.name, flow.target, df, self.warehouse, self.progress)
 
-            def run():
-                return runner(self.spark, flow.name, flow.target, df, self.warehouse,
-                              self.progress)
         self.progress.flow_started(flow.name, kind)
         try:
             result = run()
