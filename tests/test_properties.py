@@ -49,6 +49,7 @@ WATERMARK = timedelta(minutes=10)  # conf/base.yml: topics.*.watermark_delay
 # row sits exactly at the watermark (the model does not decide that case).
 BASE = datetime.now(timezone.utc).replace(microsecond=0) - timedelta(hours=2)
 
+MALFORMED = "malformed_json"  # a value that is not a JSON object fails only this check
 STATUSES = ["created", "paid", "shipped"]
 AMOUNTS = ["10.00", "25.50"]  # few values, so consecutive events often keep status and amount
 CUSTOMERS = ["c1", "c2"]  # untracked by the history: a change updates a version in place
@@ -59,6 +60,7 @@ class Event:
     topic: str
     key: str | None
     payload: str
+    breaks: str | None = None  # for a malformed record: a rule (or parse check) it must fail
 
 
 def at(seconds: int) -> str:
@@ -121,9 +123,9 @@ def corrupt(draw, event: Event) -> Event:
     kind = draw(st.sampled_from(kinds))
     key = event.key
     if kind == "bad_json":
-        return Event(event.topic, key, event.payload[: len(event.payload) // 2])
+        return Event(event.topic, key, event.payload[: len(event.payload) // 2], MALFORMED)
     if kind == "not_an_object":
-        return Event(event.topic, key, json.dumps([payload.get("event_id")]))
+        return Event(event.topic, key, json.dumps([payload.get("event_id")]), MALFORMED)
     if kind == "no_event_id":
         del payload["event_id"]
     elif kind == "empty_event_id":
@@ -153,12 +155,21 @@ def corrupt(draw, event: Event) -> Event:
         key = None
     elif kind == "bad_time":
         payload["occurred_at"] = "yesterday"
-    return Event(event.topic, key, json.dumps(payload))
+    entity = "order_id" if event.topic == ORDERS else "player_id"
+    breaks = {"no_event_id": "has_event_id", "empty_event_id": "has_event_id",
+              "quoted_sequence": "invalid_sequence", "null_sequence": "has_sequence",
+              "negative_amount": "non_negative_amount", "unknown_type": "known_event_type",
+              "no_status": "full_state_on_upsert", "zero_xp": "positive_xp",
+              "negative_xp": "positive_xp", "quoted_xp": "invalid_xp",
+              "key_mismatch": f"key_matches_{entity}", "null_key": "has_key",
+              "bad_time": "invalid_occurred_at"}[kind]
+    return Event(event.topic, key, json.dumps(payload), breaks)
 
 
 @dataclass
 class Stream:
     runs: list[list[Delivered]]
+    breaks: dict[tuple[str, int], str]  # (topic, offset) of a malformed record -> a rule it fails
 
     @property
     def deliveries(self) -> list[Delivered]:
@@ -190,13 +201,15 @@ def streams(draw) -> Stream:
 def as_stream(runs: list[list[Event]]) -> Stream:
     """Kafka assigns the offsets, per topic, in arrival order (one partition)."""
     next_offset = {ORDERS: 0, REWARDS: 0}
-    delivered = []
+    delivered, breaks = [], {}
     for run in runs:
         delivered.append([])
         for e in run:
             delivered[-1].append(Delivered(e.topic, 0, next_offset[e.topic], e.key, e.payload))
+            if e.breaks:
+                breaks[(e.topic, next_offset[e.topic])] = e.breaks
             next_offset[e.topic] += 1
-    return Stream(delivered)
+    return Stream(delivered, breaks)
 
 
 def order(event_id: str, order_id: str, sequence: int, status: str = "paid",
@@ -209,10 +222,11 @@ def order(event_id: str, order_id: str, sequence: int, status: str = "paid",
     return Event(ORDERS, order_id, json.dumps(payload))
 
 
-def grant(event_id: str, player_id: str, xp, seconds: int = 0) -> Event:
+def grant(event_id: str, player_id: str, xp, seconds: int = 0, breaks: str | None = None) \
+        -> Event:
     return Event(REWARDS, player_id, json.dumps({
         "event_id": event_id, "event_type": "xp_granted", "player_id": player_id, "xp": xp,
-        "reason": "quest", "occurred_at": at(seconds)}))
+        "reason": "quest", "occurred_at": at(seconds)}), breaks)
 
 
 # One hand-written stream that CI always runs: every case of the generator in two updates.
@@ -227,18 +241,22 @@ RICH = as_stream([
      order("o2-2b", "o2", 2, status="shipped", amount="25.50", seconds=21),  # tie: later offset
      order("o3-1", "o3", 1, event_type="order_created", seconds=1),
      order("o3-del", "o3", 2, event_type="order_deleted", seconds=40),
-     Event(ORDERS, "o1", O1_2.payload.replace('"sequence": 2', '"sequence": "2"')),  # quoted
-     Event(ORDERS, "o2", O2_TIE_A.payload[:30]),  # truncated JSON
+     order("o4-1", "o4", 1, event_type="order_created", seconds=2),
+     order("o4-2", "o4", 2, amount="25.50", seconds=3),  # only the amount changes: a version
+     order("o4-3", "o4", 3, amount="25.50", customer_id="c2", seconds=4),  # untracked: in place
+     Event(ORDERS, "o1", O1_2.payload.replace('"sequence": 2', '"sequence": "2"'),
+           "invalid_sequence"),  # a quoted integer
+     Event(ORDERS, "o2", O2_TIE_A.payload[:30], MALFORMED),  # truncated JSON
      P1_G1,
      grant("p1-g2", "p1", 5, seconds=4),
-     grant("p2-g1", "p2", 0, seconds=6),  # xp must be > 0
+     grant("p2-g1", "p2", 0, seconds=6, breaks="positive_xp"),
      grant("p2-g2", "p2", 3, seconds=7)],
     [O1_2,  # fills the gap between o1-1 and o1-3; same status and amount as o1-1
      O2_TIE_A,  # the tie's loser redelivered: now the later offset (see docs/testing.md)
      order("o3-1", "o3", 1, event_type="order_created", seconds=1),  # older than the delete
      order("o3-re", "o3", 3, event_type="order_created", status="created", seconds=50),
      order("o1-1", "o1", 1, event_type="order_created", seconds=10),  # exact redelivery
-     Event(REWARDS, None, P1_G1.payload),  # NULL key
+     Event(REWARDS, None, P1_G1.payload, "has_key"),
      P1_G1,  # a redelivery in the next update: silver's state and the ledger both drop it
      grant("p2-g3", "p2", 4, seconds=-1900)],  # late: dropped by silver, applied by the ledger
 ])
@@ -288,7 +306,11 @@ def assert_matches_model(tables: dict[str, list], stream: Stream) -> None:
 
     assert sorted((r["kafka_topic"], r["kafka_partition"], r["kafka_offset"])
                   for r in tables["quarantine"]) == quarantined_offsets(delivered, TOPICS)
-    assert all(r["errors"] and r["reason"] for r in tables["quarantine"])
+    errors = {(r["kafka_topic"], r["kafka_offset"]): r["errors"] for r in tables["quarantine"]}
+    assert all(errors.values()) and all(r["reason"] for r in tables["quarantine"])
+    for where, rule in stream.breaks.items():  # each malformed record names what it broke
+        assert rule in errors[where] and (rule != MALFORMED or errors[where] == [MALFORMED]), \
+            (where, rule, errors[where])
 
     for name, topic in [("silver_orders", ORDERS), ("silver_player_rewards", REWARDS)]:
         ids = [r["event_id"] for r in tables[name]]
