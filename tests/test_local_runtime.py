@@ -114,6 +114,9 @@ def test_full_refresh_reprocesses_and_a_plain_rerun_does_not(spark, settings, tm
     kcat.write_text(json.dumps({"topic": "player-rewards", "partition": 0, "offset": 0,
                                 "ts": 1, "headers": ["h", "v"], "key": "p1",
                                 "payload": payload}) + "\n")
+    for odd in ("year=2026/a.json", "nested/month=11/b.json"):  # unrelated neighbours, which
+        (tmp_path / odd).parent.mkdir(parents=True)  # a directory listing would take for
+        (tmp_path / odd).write_text("{}\n")  # conflicting partitions
     local = type(settings).from_conf(
         (settings.to_conf() | {"exactly_once.source": f"file:{kcat}"}).get)
     warehouse = tmp_path / "wh"

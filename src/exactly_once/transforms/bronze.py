@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 from pathlib import Path
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -43,10 +44,13 @@ def read_kcat_file(spark: SparkSession, path: str) -> DataFrame:
     kcat prints key and payload as text and headers as a flat [name, value, ...] list; they are
     turned back into Kafka's binary key/value and array<struct<key, value>> headers.
     """
-    # The file source streams directories; a glob filter narrows it to the one file.
+    # Spark's file source streams a directory or a glob, never a single file, and a directory
+    # would be listed with its subdirectories. A lone file becomes the glob `{name}`, which
+    # matches just it; basePath keeps partition discovery out of the parent directory.
     file = Path(path)
+    pattern = path if glob.has_magic(path) else str(file.parent / f"{{{file.name}}}")
     raw = (spark.readStream.schema(KCAT_SCHEMA).option("mode", "FAILFAST")
-           .option("pathGlobFilter", file.name).json(str(file.parent)))
+           .option("basePath", str(file.parent)).json(pattern))
     headers = F.transform(
         F.sequence(F.lit(0), F.expr("size(headers) div 2 - 1").cast("int")),
         lambda i: F.struct(F.element_at("headers", i * 2 + 1).alias("key"),
