@@ -51,6 +51,7 @@ def collect(spark: SparkSession, warehouse: Path) -> DashboardData:
             .orderBy("seq").collect())
     updates: dict[str, dict] = {}
     per_update_expect: dict[str, dict[str, tuple[int, int]]] = {}
+    dropped_by_views: dict[str, dict[frozenset, int]] = {}
     for r in rows:
         u = updates.setdefault(r.update_id, {
             "update_id": r.update_id, "started": r.timestamp.strftime("%Y-%m-%d %H:%M:%S"),
@@ -68,12 +69,18 @@ def collect(spark: SparkSession, warehouse: Path) -> DashboardData:
             if r.dataset_name == "bronze_kafka_events":
                 u["records_in"] += m.num_output_rows or 0
         if r.data_quality is not None:
-            u["dropped"] += r.data_quality.dropped_records or 0
+            # Every flow that reads a temporary view evaluates (and counts) the same rows, so a
+            # dataset's counts are taken once per update, not summed over its readers.
+            views = frozenset(e.dataset for e in r.data_quality.expectations or [])
+            dropped = dropped_by_views.setdefault(r.update_id, {})
+            dropped[views] = max(dropped.get(views, 0), r.data_quality.dropped_records or 0)
             for e in r.data_quality.expectations or []:
                 key = f"{e.dataset}.{e.name}"
                 passed, failed = per_update_expect.setdefault(r.update_id, {}).get(key, (0, 0))
-                per_update_expect[r.update_id][key] = (passed + e.passed_records,
-                                                       failed + e.failed_records)
+                per_update_expect[r.update_id][key] = (max(passed, e.passed_records),
+                                                       max(failed, e.failed_records))
+    for update_id, dropped in dropped_by_views.items():
+        updates[update_id]["dropped"] = sum(dropped.values())
     ordered = list(updates.values())
     keys = sorted({k for v in per_update_expect.values() for k in v})
     history = {k: [] for k in keys}
