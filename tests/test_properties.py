@@ -5,9 +5,9 @@ ties, exact redeliveries, reordering, late event times, malformed records, XP gr
 assigns offsets, the deliveries are cut into 1-3 runs (one kcat file and one pipeline update
 each), and every table is compared with tests/reference.py. docs/testing.md has the details.
 
-EXACTLY_ONCE_PROPERTY_EXAMPLES sets how many streams go through Spark (default 2, fixed
-examples, for CI); setting it also makes the examples random (reproduce a failure with the
-`--hypothesis-seed` pytest prints, or the @reproduce_failure blob).
+CI runs the hand-written stream `RICH` (an @example) and 1 generated stream, derandomized, so
+always the same ones. EXACTLY_ONCE_PROPERTY_EXAMPLES=N runs N generated streams and makes them
+random (reproduce a failure with the `--hypothesis-seed` pytest prints).
 """
 
 from __future__ import annotations
