@@ -136,9 +136,18 @@ def gold(spark, warehouse) -> dict[str, list]:
             for name in ("orders", "orders_history", "player_xp_ledger", "player_xp")}
 
 
+@pytest.fixture
+def own_broker(tmp_path):
+    """A broker this test may restart: the session's is shared with other tests."""
+    home = tmp_path / "kafka"
+    info = broker.start(port=broker.free_port(), home=home)
+    yield info
+    broker.stop(home)
+
+
 def test_a_broker_restart_and_an_older_consumer_position_leave_the_same_state(
-        spark, kafka_broker, tmp_path):
-    bootstrap = kafka_broker.bootstrap
+        spark, own_broker, tmp_path):
+    bootstrap = own_broker.bootstrap
     topics = ["orders-restart", "rewards-restart"]  # this test's own, whatever ran before
     ensure_topics(bootstrap, {topic: 2 for topic in topics})
     settings = load_settings("local", overrides={
@@ -167,9 +176,9 @@ def test_a_broker_restart_and_an_older_consumer_position_leave_the_same_state(
     deadline = time.monotonic() + 300
     while not first_batch.exists() and runner.is_alive() and time.monotonic() < deadline:
         time.sleep(0.05)
-    broker.stop(kafka_broker.home)
+    broker.stop(own_broker.home)
     time.sleep(2)
-    broker.start(port=kafka_broker.port, home=kafka_broker.home)
+    broker.start(port=own_broker.port, home=own_broker.home)
     runner.join(timeout=900)
     if failure:  # the update may fail on the outage: the next one must make it whole
         run_pipeline(spark, settings, warehouse)
