@@ -1,5 +1,5 @@
 """Gold order history (SCD2): one version per change of status or amount, `__START_AT` /
-`__END_AT` typed like the sequence (`struct(sequence, kafka_offset)`); the current version of
+`__END_AT` typed like the sequence (`struct(sequence, event_id)`); the current version of
 an order has `__END_AT IS NULL`, a deleted order has none. Other columns update in place.
 
 Same source, keys, sequence and deletes as `orders` (gold_orders.py), so late and out-of-order

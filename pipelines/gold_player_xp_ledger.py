@@ -7,6 +7,7 @@ arrive more than `max_event_age` after they happened are not applied: `late_even
 """
 
 from pyspark import pipelines as dp
+from pyspark.sql import functions as F
 
 from exactly_once.config import pipeline_settings
 from exactly_once.transforms.gold import within_max_age
@@ -29,6 +30,6 @@ dp.create_auto_cdc_flow(
     target="player_xp_ledger",
     source="xp_grants_in_time",
     keys=["event_id"],
-    sequence_by="occurred_at",  # a redelivery repeats it: never newer, so never re-applied
+    sequence_by=F.struct(*rewards.sequence_by),  # a redelivery repeats it: never newer, so ignored
     stored_as_scd_type=1,
 )

@@ -94,7 +94,7 @@ def expected_tables(records: list[Delivered], topics: dict[str, str]) -> Expecte
             continue
         silver[record.topic].add(event["event_id"])
         if entity == "order_id":
-            rank = (event["sequence"], record.offset)
+            rank = (event["sequence"], event["event_id"])
             if record.key not in newest or rank > newest[record.key][0]:
                 newest[record.key] = (rank, event)
         else:
@@ -112,7 +112,9 @@ def expected_tables(records: list[Delivered], topics: dict[str, str]) -> Expecte
 # Used by tests/test_properties.py (docs/testing.md). Every function takes the deliveries in the
 # order Kafka stored them (offsets increase per topic) and knows nothing of Spark.
 
-Rank = tuple  # (sequence, kafka_offset): the pipeline's `struct(sequence, kafka_offset)`
+# (sequence, event_id): the pipeline's `struct(sequence, event_id)`. Ties on sequence go to the
+# higher event_id, the same for every redelivery, so where an event is redelivered never matters.
+Rank = tuple
 
 
 def _valid_deliveries(records: list[Delivered], topic: str, entity: str) \
@@ -123,17 +125,24 @@ def _valid_deliveries(records: list[Delivered], topic: str, entity: str) \
 
 def _by_key_in_rank_order(records: list[Delivered], topic: str) \
         -> dict[str, list[tuple[Rank, dict]]]:
-    """Each order's valid deliveries by (sequence, offset); a record read twice (same offset)
-    is one event."""
+    """Each order's valid events in (sequence, event_id) order; a redelivery is the same event."""
     by_key: dict[str, dict[Rank, dict]] = {}
     for record, event in _valid_deliveries(records, topic, "order_id"):
-        by_key.setdefault(record.key, {})[(event["sequence"], record.offset)] = event
+        by_key.setdefault(record.key, {})[(event["sequence"], event["event_id"])] = event
     return {key: sorted(events.items(), key=lambda item: item[0])
             for key, events in by_key.items()}
 
 
+def distinct_order_events(records: list[Delivered], topic: str = "orders") \
+        -> list[tuple[str, Rank]]:
+    """(order_id, rank) of each distinct valid order event: what the SCD2 journal holds, one row
+    per event however often it was delivered."""
+    return sorted((key, rank) for key, events in _by_key_in_rank_order(records, topic).items()
+                  for rank, _ in events)
+
+
 def current_orders(records: list[Delivered], topic: str = "orders") -> dict[str, dict]:
-    """SCD1: per order the valid event with the highest (sequence, offset), absent if that is a
+    """SCD1: per order the valid event with the highest (sequence, event_id), absent if that is a
     delete. An older event than a delete never resurrects the order; a newer upsert does."""
     current = {}
     for key, events in _by_key_in_rank_order(records, topic).items():
@@ -152,7 +161,7 @@ class Version:
     """One SCD2 row of `orders_history`."""
 
     order_id: str
-    start: Rank  # __START_AT: the (sequence, offset) of the version's first event
+    start: Rank  # __START_AT: the (sequence, event_id) of the version's first event
     end: Rank | None  # __END_AT: the next version's start or the delete's; None = current
     event: dict  # the version's last event (untracked columns update the version in place)
 
@@ -161,7 +170,7 @@ def order_history(records: list[Delivered], topic: str = "orders",
                   tracked: tuple[str, ...] = ("status", "amount")) -> list[Version]:
     """SCD2 as Databricks documents it for `track_history_column_list=tracked`.
 
-    Per key, the events in (sequence, offset) order: a version is a maximal run of consecutive
+    Per key, the events in (sequence, event_id) order: a version is a maximal run of consecutive
     upserts with equal tracked values; a delete closes the open version (its sequence is the
     version's end) and the next upsert opens a new one, whatever its values.
     """

@@ -10,7 +10,7 @@ def test_local_settings_round_trip_through_spark_conf_keys():
     conf = settings.to_conf()
     assert Settings.from_conf(conf.get) == settings
     assert conf["exactly_once.topics.orders.key"] == "order_id"
-    assert settings.topic("orders").sequence_by == ("sequence", "kafka_offset")
+    assert settings.topic("orders").sequence_by == ("sequence", "event_id")
     assert "has_event_id" in settings.topic("player_rewards").rules
 
 

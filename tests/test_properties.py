@@ -23,9 +23,11 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, Phase, example, given, note, settings
 from hypothesis import strategies as st
+from pyspark.sql import functions as F
 from reference import (
     Delivered,
     current_orders,
+    distinct_order_events,
     order_history,
     quarantined_offsets,
     silver_event_ids,
@@ -35,6 +37,7 @@ from reference import (
 )
 
 from exactly_once.config import load_settings
+from exactly_once.local.auto_cdc import SEQUENCE
 from exactly_once.local.pipeline import run_pipeline
 
 EXAMPLES_KNOB = "EXACTLY_ONCE_PROPERTY_EXAMPLES"
@@ -238,7 +241,7 @@ RICH = as_stream([
      order("o1-3", "o1", 3, status="shipped", seconds=30),  # before o1-2: out of order
      order("o2-1", "o2", 1, event_type="order_created", seconds=5),
      O2_TIE_A,
-     order("o2-2b", "o2", 2, status="shipped", amount="25.50", seconds=21),  # tie: later offset
+     order("o2-2b", "o2", 2, status="shipped", amount="25.50", seconds=21),  # tie: higher event_id
      order("o3-1", "o3", 1, event_type="order_created", seconds=1),
      order("o3-del", "o3", 2, event_type="order_deleted", seconds=40),
      order("o4-1", "o4", 1, event_type="order_created", seconds=2),
@@ -252,7 +255,7 @@ RICH = as_stream([
      grant("p2-g1", "p2", 0, seconds=6, breaks="positive_xp"),
      grant("p2-g2", "p2", 3, seconds=7)],
     [O1_2,  # fills the gap between o1-1 and o1-3; same status and amount as o1-1
-     O2_TIE_A,  # the tie's loser redelivered: now the later offset (see docs/testing.md)
+     O2_TIE_A,  # the tie's loser redelivered at a later offset: still loses, nothing changes
      order("o3-1", "o3", 1, event_type="order_created", seconds=1),  # older than the delete
      order("o3-re", "o3", 3, event_type="order_created", status="created", seconds=50),
      order("o1-1", "o1", 1, event_type="order_created", seconds=10),  # exact redelivery
@@ -275,14 +278,17 @@ def run_through_pipeline(spark, stream: Stream, root: Path) -> dict[str, list]:
     for i, run in enumerate(stream.runs):
         (inbox / f"{i}.jsonl").write_text(kcat_lines(run))
         run_pipeline(spark, conf, warehouse)
-    return {name: spark.read.format("delta").load(str(warehouse / name)).collect()
-            for name in ("bronze_kafka_events", "quarantine", "silver_orders",
-                         "silver_player_rewards", "orders", "orders_history",
-                         "player_xp_ledger", "player_xp", "late_events")}
+    tables = {name: spark.read.format("delta").load(str(warehouse / name)).collect()
+              for name in ("bronze_kafka_events", "quarantine", "silver_orders",
+                           "silver_player_rewards", "orders", "orders_history",
+                           "player_xp_ledger", "player_xp", "late_events")}
+    journal = warehouse / "_pipeline" / "auto_cdc" / "orders_history"  # the SCD2 state
+    return tables | {"orders_history journal": spark.read.format("delta").load(str(journal))
+                     .select("order_id", F.col(SEQUENCE).alias("sequence")).collect()}
 
 
 def rank(struct) -> tuple | None:
-    return None if struct is None else (struct["sequence"], struct["kafka_offset"])
+    return None if struct is None else (struct["sequence"], struct["event_id"])
 
 
 def order_row(row) -> tuple:
@@ -324,6 +330,8 @@ def assert_matches_model(tables: dict[str, list], stream: Stream) -> None:
                   for r in tables["orders_history"]) == sorted(
         (v.order_id, v.start, v.end, *order_event(v.event))
         for v in order_history(delivered, ORDERS)), "orders_history"
+    journal = sorted((r["order_id"], rank(r["sequence"])) for r in tables["orders_history journal"])
+    assert journal == distinct_order_events(delivered, ORDERS), "SCD2 journal: a row per event"
 
     ledger = xp_ledger(delivered, REWARDS)
     assert sorted((r["event_id"], r["player_id"], r["xp"]) for r in tables["player_xp_ledger"]) \
