@@ -22,10 +22,9 @@ from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from exactly_once.cli import as_consumed
 from exactly_once.config import load_settings
 from exactly_once.kafka.generator import GeneratorConfig, generate_stream
-from exactly_once.kafka.kcat import write_kcat_jsonl
+from exactly_once.kafka.kcat import as_consumed, write_kcat_jsonl
 from exactly_once.local.auto_cdc import apply_scd1_batch, state_schema, target_schema
 from exactly_once.local.auto_cdc_spec import AutoCdcSpec
 from exactly_once.local.pipeline import run_pipeline

@@ -16,10 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from exactly_once.cli import as_consumed
 from exactly_once.config import load_settings
 from exactly_once.kafka.generator import GeneratorConfig, generate_stream
-from exactly_once.kafka.kcat import write_kcat_jsonl
+from exactly_once.kafka.kcat import as_consumed, write_kcat_jsonl
 from exactly_once.local.pipeline import run_pipeline
 
 TABLES = {  # table -> columns that must match (arrival times naturally differ between runs)

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 from exactly_once.kafka.kcat import (
     KafkaRecord,
     KcatFormatError,
+    as_consumed,
     read_kcat_jsonl,
     to_kcat_dict,
     write_kcat_jsonl,
@@ -39,6 +40,17 @@ def test_envelope_matches_kcat_json_output():
         "topic": "orders", "partition": 1, "offset": 7, "tstype": "create", "ts": 99,
         "headers": ["attempt", "2", "trace", None], "key": "o-1", "payload": '{"a": 1}',
     }
+
+
+def test_as_consumed_numbers_each_topic_from_zero_in_order_and_keeps_the_rest():
+    records = [KafkaRecord("orders", "o-1", "a"), KafkaRecord("rewards", "p-1", "b"),
+               KafkaRecord("orders", "o-1", "a", partition=3, offset=40, timestamp_ms=5),
+               KafkaRecord("orders", None, None, headers=(("attempt", "2"),))]
+    consumed = as_consumed(records)
+    assert [(r.topic, r.partition, r.offset) for r in consumed] == [
+        ("orders", 0, 0), ("rewards", 0, 0), ("orders", 0, 1), ("orders", 0, 2)]
+    assert [(r.key, r.payload, r.timestamp_ms, r.headers) for r in consumed] == [
+        (r.key, r.payload, r.timestamp_ms, r.headers) for r in records]
 
 
 def test_reads_real_kcat_line_with_broker_field_and_no_headers(tmp_path):

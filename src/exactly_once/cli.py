@@ -103,7 +103,7 @@ def cmd_produce(args: argparse.Namespace) -> int:
 
 def cmd_generate(args: argparse.Namespace) -> int:
     from exactly_once.kafka.generator import GeneratorConfig, generate_stream
-    from exactly_once.kafka.kcat import write_kcat_jsonl
+    from exactly_once.kafka.kcat import as_consumed, write_kcat_jsonl
     from exactly_once.kafka.producer import produce_records
 
     settings = _settings(args)
@@ -126,19 +126,6 @@ def cmd_generate(args: argparse.Namespace) -> int:
     print(f"published {sent:,} records ({config.events:,} events plus redeliveries and "
           f"malformed records, seed {config.seed})")
     return 0
-
-
-def as_consumed(records: list) -> list:
-    """Records as `kcat -C -J` prints them after a broker stored them: with partition and offset
-    (one partition per topic here), which downstream ordering relies on."""
-    from dataclasses import replace
-
-    offsets: dict[str, int] = {}
-    consumed = []
-    for record in records:
-        offset = offsets[record.topic] = offsets.get(record.topic, -1) + 1
-        consumed.append(replace(record, partition=0, offset=offset))
-    return consumed
 
 
 def cmd_run(args: argparse.Namespace) -> int:

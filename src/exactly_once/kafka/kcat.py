@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,18 @@ def to_kcat_dict(record: KafkaRecord) -> dict[str, Any]:
     envelope["key"] = record.key
     envelope["payload"] = record.payload
     return envelope
+
+
+def as_consumed(records: Iterable[KafkaRecord]) -> list[KafkaRecord]:
+    """The records as a broker would store them, in order: partition 0 of their topic and
+    consecutive offsets from 0 per topic, as `kcat -C -J` then prints them. For files that stand
+    in for a topic, where downstream lineage and ordering need real positions."""
+    offsets: dict[str, int] = {}
+    consumed = []
+    for record in records:
+        offset = offsets[record.topic] = offsets.get(record.topic, -1) + 1
+        consumed.append(replace(record, partition=0, offset=offset))
+    return consumed
 
 
 def _optional_int(envelope: dict[str, Any], field: str) -> int | None:
