@@ -2,6 +2,8 @@
 
     .venv/bin/python benchmarks/redelivery_bench.py [--events 1000000] [--merge-rows 20000]
 
+`--events 0` skips the pipeline and measures only the MERGE growth.
+
 Generates N events (20% duplicates, 10% out of order, 1% malformed) as a kcat file, runs one
 pipeline update from it into a fresh warehouse and prints: events/s end to end, seconds per flow,
 streaming state on disk, the processed-ID ledger's rows and bytes. Then the naive baseline on
@@ -133,7 +135,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
         work = Path(tmp)
         spark = build_session(work / "warehouse", app_name="bench", log_level="OFF")
-        pipeline_run(spark, args.events, work)
+        if args.events:  # --events 0: only the MERGE growth
+            pipeline_run(spark, args.events, work)
         merge_growth(spark, args.merge_rows, work)
         spark.stop()
 

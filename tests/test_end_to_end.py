@@ -12,7 +12,7 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from reference import Delivered, expected_tables
 
-from exactly_once.config import load_settings
+from exactly_once.config import Settings, load_settings
 from exactly_once.kafka import broker
 from exactly_once.kafka.broker import ensure_topics
 from exactly_once.kafka.generator import GeneratorConfig, generate_stream
@@ -93,22 +93,32 @@ def assert_tables_match(spark, warehouse, delivered: list[Delivered],
     return expected
 
 
-def test_two_updates_against_a_real_broker(spark, kafka_broker, tmp_path):
-    bootstrap = kafka_broker.bootstrap
-    topics = ["orders-e2e", "rewards-e2e"]  # this test's own: other tests share the broker
+def own_topics(bootstrap: str, name: str, max_offsets_per_trigger: int) \
+        -> tuple[list[str], Settings]:
+    """Two topics (orders, rewards) of the test's own, as other tests share the broker, and
+    settings that read them in micro-batches of at most `max_offsets_per_trigger` records."""
+    topics = [f"orders-{name}", f"rewards-{name}"]
     ensure_topics(bootstrap, {topic: 2 for topic in topics})
-    settings = load_settings("local", overrides={
+    return topics, load_settings("local", overrides={
         "exactly_once.kafka.bootstrap_servers": bootstrap,
-        # small micro-batches, so ordering and dedup are exercised across batch boundaries
-        "exactly_once.kafka.max_offsets_per_trigger": "1200",
+        "exactly_once.kafka.max_offsets_per_trigger": str(max_offsets_per_trigger),
         "exactly_once.topics.orders.topic": topics[0],
         "exactly_once.topics.player_rewards.topic": topics[1],
     })
+
+
+def generate(topics: list[str], **config) -> list:
+    return generate_stream(GeneratorConfig(orders_topic=topics[0], rewards_topic=topics[1],
+                                           **config))
+
+
+def test_two_updates_against_a_real_broker(spark, kafka_broker, tmp_path):
+    bootstrap = kafka_broker.bootstrap
+    # small micro-batches, so ordering and dedup are exercised across batch boundaries
+    topics, settings = own_topics(bootstrap, "e2e", max_offsets_per_trigger=1200)
     warehouse = tmp_path / "warehouse"
 
-    first = generate_stream(GeneratorConfig(events=2000, orders=150, players=40, seed=11,
-                                            start=START, orders_topic=topics[0],
-                                            rewards_topic=topics[1]))
+    first = generate(topics, events=2000, orders=150, players=40, seed=11, start=START)
     produce_records(bootstrap, first)
     result = run_pipeline(spark, settings, warehouse)
     delivered = consume_all(bootstrap, topics)
@@ -118,10 +128,8 @@ def test_two_updates_against_a_real_broker(spark, kafka_broker, tmp_path):
     assert result.total("duplicates_dropped") > 0 and result.total("cdc_stale") > 0
 
     # New events later in event time, plus exact redeliveries of the first run's records.
-    second = generate_stream(GeneratorConfig(
-        events=800, orders=150, players=40, seed=12,
-        start=last_event_time(first) + timedelta(minutes=1),
-        orders_topic=topics[0], rewards_topic=topics[1]))
+    second = generate(topics, events=800, orders=150, players=40, seed=12,
+                      start=last_event_time(first) + timedelta(minutes=1))
     redelivered = first[::25]
     produce_records(bootstrap, second + redelivered)
     result = run_pipeline(spark, settings, warehouse)
@@ -148,18 +156,10 @@ def own_broker(tmp_path):
 def test_a_broker_restart_and_an_older_consumer_position_leave_the_same_state(
         spark, own_broker, tmp_path):
     bootstrap = own_broker.bootstrap
-    topics = ["orders-restart", "rewards-restart"]  # this test's own, whatever ran before
-    ensure_topics(bootstrap, {topic: 2 for topic in topics})
-    settings = load_settings("local", overrides={
-        "exactly_once.kafka.bootstrap_servers": bootstrap,
-        "exactly_once.kafka.max_offsets_per_trigger": "400",
-        "exactly_once.topics.orders.topic": topics[0],
-        "exactly_once.topics.player_rewards.topic": topics[1],
-    })
+    topics, settings = own_topics(bootstrap, "restart", max_offsets_per_trigger=400)
     warehouse = tmp_path / "warehouse"
-    produce_records(bootstrap, generate_stream(GeneratorConfig(
-        events=1500, orders=120, players=30, seed=31, start=START,
-        orders_topic=topics[0], rewards_topic=topics[1])))
+    produce_records(bootstrap, generate(topics, events=1500, orders=120, players=30, seed=31,
+                                        start=START))
 
     # The broker goes away and comes back while bronze is reading, several micro-batches in.
     failure: list[BaseException] = []
@@ -190,10 +190,8 @@ def test_a_broker_restart_and_an_older_consumer_position_leave_the_same_state(
     checkpoint = warehouse / "_pipeline" / "checkpoints" / "bronze_kafka_events"
     older = tmp_path / "older-checkpoint"
     shutil.copytree(checkpoint, older)
-    produce_records(bootstrap, generate_stream(GeneratorConfig(
-        events=300, orders=120, players=30, seed=32,
-        start=last_event_time(delivered) + timedelta(minutes=1),
-        orders_topic=topics[0], rewards_topic=topics[1])))
+    produce_records(bootstrap, generate(topics, events=300, orders=120, players=30, seed=32,
+                                        start=last_event_time(delivered) + timedelta(minutes=1)))
     run_pipeline(spark, settings, warehouse)
     after_new = gold(spark, warehouse)
     assert after_new != before
