@@ -37,6 +37,7 @@ from reference import (
 )
 
 from exactly_once.config import load_settings
+from exactly_once.kafka.kcat import KafkaRecord, write_kcat_jsonl
 from exactly_once.local.auto_cdc import SEQUENCE
 from exactly_once.local.pipeline import run_pipeline
 
@@ -265,10 +266,9 @@ RICH = as_stream([
 ])
 
 
-def kcat_lines(run: list[Delivered]) -> str:
-    return "".join(json.dumps({"topic": d.topic, "partition": d.partition, "offset": d.offset,
-                               "ts": 0, "headers": [], "key": d.key, "payload": d.payload}) + "\n"
-                   for d in run)
+def kafka_records(run: list[Delivered]) -> list[KafkaRecord]:
+    return [KafkaRecord(d.topic, d.key, d.payload, partition=d.partition, offset=d.offset,
+                        timestamp_ms=0) for d in run]
 
 
 def run_through_pipeline(spark, stream: Stream, root: Path) -> dict[str, list]:
@@ -276,7 +276,7 @@ def run_through_pipeline(spark, stream: Stream, root: Path) -> dict[str, list]:
     inbox.mkdir()
     conf = load_settings("local", overrides={"exactly_once.source": f"file:{inbox}/*.jsonl"})
     for i, run in enumerate(stream.runs):
-        (inbox / f"{i}.jsonl").write_text(kcat_lines(run))
+        write_kcat_jsonl(inbox / f"{i}.jsonl", kafka_records(run))
         run_pipeline(spark, conf, warehouse)
     tables = {name: spark.read.format("delta").load(str(warehouse / name)).collect()
               for name in ("bronze_kafka_events", "quarantine", "silver_orders",

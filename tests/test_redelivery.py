@@ -14,6 +14,7 @@ import pytest
 from helpers import order, reward
 
 from exactly_once.config import load_settings
+from exactly_once.kafka.kcat import KafkaRecord, write_kcat_jsonl
 from exactly_once.local.pipeline import run_pipeline
 
 NOW = datetime.now(timezone.utc)
@@ -23,10 +24,9 @@ def at(delta: timedelta) -> str:
     return (NOW + delta).isoformat().replace("+00:00", "Z")
 
 
-def kcat_lines(records: list[tuple[str, str, dict]], first_offset: int) -> str:
-    return "".join(json.dumps({"topic": topic, "partition": 0, "offset": first_offset + i,
-                               "ts": 0, "headers": [], "key": key, "payload": json.dumps(p)}) + "\n"
-                   for i, (topic, key, p) in enumerate(records))
+def kafka_records(records: list[tuple[str, str, dict]], first_offset: int) -> list[KafkaRecord]:
+    return [KafkaRecord(topic, key, json.dumps(p), partition=0, offset=first_offset + i,
+                        timestamp_ms=0) for i, (topic, key, p) in enumerate(records)]
 
 
 DAY = timedelta(days=1)
@@ -60,9 +60,9 @@ def updates(spark, tmp_path_factory):
                 for name in ("silver_player_rewards", "player_xp_ledger", "player_xp",
                              "late_events", "orders", "bronze_kafka_events")}
 
-    (inbox / "1.jsonl").write_text(kcat_lines(RUN_1, 0))
+    write_kcat_jsonl(inbox / "1.jsonl", kafka_records(RUN_1, 0))
     first = update()
-    (inbox / "2.jsonl").write_text(kcat_lines(RUN_2, len(RUN_1)))
+    write_kcat_jsonl(inbox / "2.jsonl", kafka_records(RUN_2, len(RUN_1)))
     second = update()
     # A consumer that restarts from the earliest offset: bronze forgets where it was.
     shutil.rmtree(warehouse / "_pipeline" / "checkpoints" / "bronze_kafka_events")
