@@ -30,18 +30,23 @@ def reward(event_id: str, player_id: str, xp, occurred_at: str = "2026-11-21T10:
             "reason": "quest", "occurred_at": occurred_at}
 
 
+KAFKA_NOW = datetime(2026, 11, 21, tzinfo=timezone.utc)  # kafka_rows' default broker timestamp
+
+
 def kafka_rows(spark: SparkSession, records: list[tuple[str, str | None, object]],
-               first_offset: int = 0) -> DataFrame:
+               first_offset: int = 0, timestamp: datetime = KAFKA_NOW) -> DataFrame:
     """(topic, key, payload) triples as bronze stores them: as Kafka delivered them, ingested now.
 
-    A dict payload is sent as JSON; a str payload is sent as is (for malformed values).
+    A dict payload is sent as JSON; a str payload is sent as is (for malformed values), a bytes
+    payload byte for byte (for values that are not UTF-8), None as a NULL value. `timestamp` is
+    the records' Kafka (broker) timestamp.
     """
-    now = datetime(2026, 11, 21, tzinfo=timezone.utc)
     rows = []
     for i, (topic, key, payload) in enumerate(records):
-        value = payload if isinstance(payload, str) else json.dumps(payload)
-        rows.append((None if key is None else key.encode(), value.encode(), topic, 0,
-                     first_offset + i, now, 0, []))
+        value = payload if isinstance(payload, (bytes, type(None))) else \
+            (payload if isinstance(payload, str) else json.dumps(payload)).encode()
+        rows.append((None if key is None else key.encode(), value, topic, 0,
+                     first_offset + i, timestamp, 0, []))
     return with_ingestion_time(spark.createDataFrame(rows, KAFKA_SCHEMA))
 
 

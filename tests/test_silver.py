@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime, timezone
 
 from helpers import kafka_rows, order, reward
 
@@ -14,17 +15,25 @@ from exactly_once.transforms.silver import (
     valid_events,
 )
 
+# The helpers' events happen at 2026-11-21T10:00:00Z (the watermark test's up to 10:05);
+# Kafka stamps them at 10:10, so none is dated after its record.
+KAFKA_TIME = datetime(2026, 11, 21, 10, 10, tzinfo=timezone.utc)
+
+
+def delivered(spark, records):
+    return kafka_rows(spark, records, timestamp=KAFKA_TIME)
+
 
 def errors_by_event(spark, settings, topic_name, records):
     topic = settings.topic(topic_name)
-    parsed = parse_events(kafka_rows(spark, records), topic)
+    parsed = parse_events(delivered(spark, records), topic)
     return {r["kafka_offset"]: r["errors"] for r in parsed.collect()}
 
 
 def test_a_valid_order_is_parsed_with_the_contract_types(spark, settings):
     orders = settings.topic("orders")
-    parsed = parse_events(kafka_rows(spark, [("orders", "o1", order("e1", "o1", 3,
-                                                                     amount="129.90"))]), orders)
+    parsed = parse_events(delivered(spark, [("orders", "o1", order("e1", "o1", 3,
+                                                                    amount="129.90"))]), orders)
     (row,) = valid_events(parsed, orders).collect()
     assert row["sequence"] == 3 and str(row["amount"]) == "129.90"
     assert row["occurred_at"].isoformat().startswith("2026-11-21T10:00")
@@ -76,8 +85,8 @@ def test_xp_must_be_a_positive_integer(spark, settings):
 
 def test_quarantine_keeps_the_raw_record_and_reason(spark, settings):
     orders = settings.topic("orders")
-    parsed = parse_events(kafka_rows(spark, [("orders", "o1", "{oops"),
-                                             ("player-rewards", "p1", "{oops")]), orders)
+    parsed = parse_events(delivered(spark, [("orders", "o1", "{oops"),
+                                            ("player-rewards", "p1", "{oops")]), orders)
     (row,) = quarantined_records(parsed, orders).collect()  # only this topic's record
     assert (row["source_topic"], row["kafka_topic"], row["kafka_key"], row["value"]) == (
         "orders", "orders", "o1", "{oops")
@@ -85,7 +94,8 @@ def test_quarantine_keeps_the_raw_record_and_reason(spark, settings):
 
 
 def _write_batch(directory, name, records):
-    lines = [json.dumps({"topic": t, "partition": 0, "offset": o, "ts": 0, "headers": [],
+    ts = int(KAFKA_TIME.timestamp() * 1000)
+    lines = [json.dumps({"topic": t, "partition": 0, "offset": o, "ts": ts, "headers": [],
                          "key": k, "payload": json.dumps(p)}) for o, (t, k, p) in records]
     (directory / name).write_text("\n".join(lines) + "\n")
 

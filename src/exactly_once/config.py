@@ -24,6 +24,20 @@ PREFIX = "exactly_once"
 _INTERVAL = re.compile(r"^\d+\s+(second|minute|hour|day)s?$")
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+# The plausibility rule every topic with a `max_clock_skew` gets, after its configured rules.
+OCCURRED_AT_IN_FUTURE = "occurred_at_in_future"
+
+
+def occurred_at_in_future_rule(max_clock_skew: str) -> str:
+    """An event may be dated at most `max_clock_skew` after its record's Kafka timestamp.
+
+    The Kafka timestamp comes from the log (producer or broker clock), so one producer with a
+    wrong clock, or a wrong unit, cannot date an event into the future and move silver's
+    watermark past every later event. TRUE or FALSE, never NULL: a missing occurred_at fails
+    `has_occurred_at`, not this rule.
+    """
+    return (f"occurred_at IS NULL OR kafka_timestamp IS NULL OR "
+            f"occurred_at <= kafka_timestamp + INTERVAL {max_clock_skew}")
 
 
 class SettingsError(ValueError):
@@ -58,10 +72,14 @@ class TopicSettings:
     delete_event_types: tuple[str, ...]
     watermark_delay: str
     schema: str  # Spark DDL of the event's typed fields
-    rules: Mapping[str, str] = field(default_factory=dict)  # name -> SQL constraint
+    # name -> SQL constraint: the configured rules, then OCCURRED_AT_IN_FUTURE (derived from
+    # max_clock_skew by from_conf, never written to the conf itself).
+    rules: Mapping[str, str] = field(default_factory=dict)
     # Events older than this when they arrive are not applied to additive effects but kept in
     # `late_events` with the reason; "" applies every event however late.
     max_event_age: str = ""
+    # How far after its Kafka timestamp an event may be dated; "" checks nothing.
+    max_clock_skew: str = ""
 
 
 @dataclass(frozen=True)
@@ -101,8 +119,10 @@ class Settings:
                 f"{p}.delete_event_types": ",".join(t.delete_event_types),
                 f"{p}.watermark_delay": t.watermark_delay,
                 f"{p}.schema": t.schema,
-                f"{p}.rules": json.dumps(dict(t.rules)),
+                f"{p}.rules": json.dumps({name: sql for name, sql in t.rules.items()
+                                          if name != OCCURRED_AT_IN_FUTURE}),
                 f"{p}.max_event_age": t.max_event_age,
+                f"{p}.max_clock_skew": t.max_clock_skew,
             }
         return conf
 
@@ -142,6 +162,14 @@ class Settings:
             p = f"topics.{name.strip()}"
             delay = _interval(f"{p}.watermark_delay", required(f"{p}.watermark_delay"))
             max_age = optional(f"{p}.max_event_age", "")
+            skew = optional(f"{p}.max_clock_skew", "")
+            skew = skew and _interval(f"{p}.max_clock_skew", skew)
+            rules = _as_rules(f"{p}.rules", optional(f"{p}.rules", "{}"))
+            if OCCURRED_AT_IN_FUTURE in rules:
+                raise SettingsError(f"setting {PREFIX}.{p}.rules: `{OCCURRED_AT_IN_FUTURE}` comes "
+                                    f"from {PREFIX}.{p}.max_clock_skew, it is not configured")
+            if skew:
+                rules[OCCURRED_AT_IN_FUTURE] = occurred_at_in_future_rule(skew)
             topics[name.strip()] = TopicSettings(
                 name=name.strip(),
                 topic=required(f"{p}.topic"),
@@ -150,8 +178,9 @@ class Settings:
                 delete_event_types=as_list(f"{p}.delete_event_types"),
                 watermark_delay=delay,
                 schema=required(f"{p}.schema"),
-                rules=_as_rules(f"{p}.rules", optional(f"{p}.rules", "{}")),
+                rules=rules,
                 max_event_age=max_age and _interval(f"{p}.max_event_age", max_age),
+                max_clock_skew=skew,
             )
         source = required("source")
         if source != "kafka" and not source.startswith("file:"):

@@ -1,14 +1,66 @@
-"""Silver: parse and validate events per topic, quarantine bad records, drop redeliveries."""
+"""Silver: parse and validate events per topic, quarantine bad records, drop redeliveries.
+
+The event contract is published as JSON Schema (conf/<kafka topic>.schema.json); the pipeline
+enforces the same contract with Spark expressions from the topic's DDL schema and rules
+(conf/base.yml), and tests/test_contract*.py check that the two agree. A value either enters
+silver exactly as the producer sent it or goes to quarantine with every reason: nothing is
+rounded, coerced or truncated on the way.
+"""
 
 from __future__ import annotations
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import StringType, StructField, StructType
+from pyspark.sql.types import (
+    DecimalType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
 
 from exactly_once.config import TopicSettings
 
-MALFORMED_JSON = "malformed_json"
+# Reasons a value cannot be read as one JSON object at all. Each is the record's only reason:
+# checking the fields of something unreadable would only repeat it.
+MALFORMED_JSON = "malformed_json"  # not JSON, or JSON but not an object (also: no value)
+INVALID_UTF8 = "invalid_utf8"  # the bytes are not UTF-8 text
+TRAILING_CONTENT = "trailing_content"  # a JSON object followed by anything but whitespace
+DUPLICATE_FIELD = "duplicate_field"  # a field name appears twice in the object
+UNREADABLE = (MALFORMED_JSON, INVALID_UTF8, TRAILING_CONTENT, DUPLICATE_FIELD)
+# Reasons of a readable object, besides the topic's rules.
+UNKNOWN_FIELD = "unknown_field"  # a field the contract does not have
+
+
+def invalid(field: str) -> str:
+    """The reason for a field that is present (not null) but not a valid value of its type."""
+    return f"invalid_{field}"
+
+
+def invalid_scale(field: str) -> str:
+    """The reason for a decimal with more places than its type has: it would be rounded."""
+    return f"invalid_{field}_scale"
+
+
+# TIMESTAMP fields: an RFC 3339 date-time with a zone, read to the microsecond (more digits would
+# be truncated), years 1000-9999, offsets within +-14:00 (the ones in use). `\z` is the end of the
+# text (Java's `$` would also match before a final line break). The schema files carry the same
+# pattern; try_to_timestamp then rejects dates that do not exist (2026-02-30).
+TIMESTAMP_PATTERN = (r"^[1-9][0-9]{3}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"
+                     r"T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,6})?"
+                     r"(Z|[+-](0[0-9]|1[0-3]):[0-5][0-9]|[+-]14:00)\z")
+TIMESTAMP_FORMAT = "yyyy-MM-dd'T'HH:mm:ss[.SSSSSS]XXX"
+DECIMAL_LITERAL = r"^-?(0|[1-9][0-9]*)(\.[0-9]+)?\z"
+NEGATIVE_ZERO = r"^-0(\.0+)?\z"
+
+
+def decimal_pattern(precision: int, scale: int) -> str:
+    """A non-negative decimal string that DECIMAL(precision, scale) holds exactly."""
+    return rf"^(0|[1-9][0-9]{{0,{precision - scale - 1}}})(\.[0-9]{{1,{scale}}})?\z"
+
+
 # Where each event came from, kept next to it: its Kafka coordinates (the offset also breaks
 # sequence ties) and when bronze ingested it (the arrival time lateness is measured against).
 LINEAGE = ["kafka_partition", "kafka_offset", "kafka_timestamp", "ingested_at"]
@@ -26,36 +78,109 @@ def rule_failures(rules: dict[str, str]) -> list[Column]:
             rules.items()]
 
 
+def _document(text: Column, digest: Column) -> Column:
+    """The one parse of a value: `[<value>, "<its SHA-256>"]` as a VARIANT.
+
+    parse_json reads the first JSON value of a text and ignores whatever follows it, so a value
+    with trailing content would parse. Inside this array it cannot: trailing content either
+    breaks the array's syntax or closes it before the digest, which the value cannot contain.
+    VARIANT keeps each JSON type (a string "42" is not the number 42) and exact numbers, and
+    parse_json rejects duplicate field names (spark.sql.variant.allowDuplicateKeys, false by
+    default).
+    """
+    return F.try_parse_json(F.concat(F.lit("["), text, F.lit('\n,"'), digest, F.lit('"]')))
+
+
+def _unreadable(value: Column, text: Column, digest: Column, document: Column,
+                fields: Column) -> Column:
+    """Why the value is not one JSON object (an UNREADABLE reason), or NULL when it is.
+
+    `fields` is the document's first element as a map of field name to VARIANT value; NULL when
+    it is not an object.
+    """
+    whole = F.coalesce(F.try_variant_get(document, "$[1]", "string") == digest, F.lit(False))
+    # Only for a value that did not read whole, a second look to name what is wrong: its first
+    # JSON value alone, and its field names (read once, as the one element of an array).
+    repeats_a_name = F.exists(F.array(F.json_object_keys(text)),
+                              lambda names: F.size(names) > F.size(F.array_distinct(names)))
+    why_not = (F.when(F.try_variant_get(F.try_parse_json(text), "$", "map<string,variant>")
+                      .isNotNull(), F.lit(TRAILING_CONTENT))
+               .when(repeats_a_name, F.lit(DUPLICATE_FIELD))
+               .otherwise(F.lit(MALFORMED_JSON)))
+    return (F.when(value.isNull(), F.lit(MALFORMED_JSON))
+            .when(~F.is_valid_utf8(text), F.lit(INVALID_UTF8))
+            .when(~whole, why_not)
+            .when(fields.isNull(), F.lit(MALFORMED_JSON)))
+
+
+def _typed(field: StructField, value: Column) -> tuple[Column, list[Column]]:
+    """A field's contract-typed value and the reasons it fails, from its VARIANT value.
+
+    The value is NULL when the field is absent, JSON null or invalid; the rules decide whether
+    that is allowed. A present, non-null value that is not exactly a value of the type is named:
+    STRING takes a JSON string; BIGINT and INT a JSON integer literal in range (not 1.0 or 1e2,
+    which VARIANT reads as DECIMAL / DOUBLE); DECIMAL(p, s) a decimal string with at most s
+    places; TIMESTAMP a string matching TIMESTAMP_PATTERN.
+    """
+    kind = F.schema_of_variant(value)
+    present = value.isNotNull() & ~F.is_variant_null(value)
+    text = F.when(kind == "STRING", F.variant_get(value, "$", "string"))
+    data_type = field.dataType
+    if isinstance(data_type, StringType):
+        return text, [F.when(present & text.isNull(), F.lit(invalid(field.name)))]
+    if isinstance(data_type, (LongType, IntegerType)):
+        number = F.when(kind == "BIGINT", F.try_variant_get(value, "$", data_type.simpleString()))
+        return number, [F.when(present & number.isNull(), F.lit(invalid(field.name)))]
+    if isinstance(data_type, DecimalType):
+        unsigned = decimal_pattern(data_type.precision, data_type.scale).removeprefix("^")
+        exact = text.rlike("^-?" + unsigned) & ~text.rlike(NEGATIVE_ZERO)
+        number = F.when(exact, text.try_cast(data_type))
+        too_many_places = text.rlike(DECIMAL_LITERAL) & \
+            text.rlike(rf"\.[0-9]{{{data_type.scale + 1},}}\z")
+        return number, [
+            F.when(present & too_many_places, F.lit(invalid_scale(field.name)))
+            .when(present & number.isNull(), F.lit(invalid(field.name)))]
+    if isinstance(data_type, TimestampType):
+        moment = F.when(text.rlike(TIMESTAMP_PATTERN),
+                        F.try_to_timestamp(text, F.lit(TIMESTAMP_FORMAT)))
+        return moment, [F.when(present & moment.isNull(), F.lit(invalid(field.name)))]
+    raise ValueError(f"contract field {field.name}: no JSON mapping for {data_type.simpleString()}")
+
+
 def parse_events(bronze: DataFrame, topic: TopicSettings) -> DataFrame:
     """The topic's records with typed event fields and `errors`: every check the record fails.
 
-    The value is parsed twice: with the contract's types (strict JSON typing: a quoted "42" is
-    not a BIGINT) and as text. A field present as text but NULL when typed has the wrong type,
-    and is named (`invalid_sequence`) instead of silently becoming NULL. A value that is not a
-    JSON object fails only `malformed_json`: checking its fields would just repeat that.
+    The value is parsed once (see `_document`); every field's type check and every rule reads
+    that one parse. `errors` is empty for a valid event.
     """
     schema = event_schema(topic)
-    as_text = StructType([StructField(f.name, StringType()) for f in schema])
-    value = F.col("value").cast("string")
     records = bronze.where(F.col("topic") == topic.topic).select(
         F.col("key").cast("string").alias("kafka_key"),
-        value.alias("value"),
-        F.json_object_keys(value).isNotNull().alias("_is_json_object"),
-        F.from_json(value, as_text).alias("_raw"),
-        F.from_json(value, schema).alias("_typed"),
+        F.col("value").cast("string").alias("value"),
+        F.col("value").alias("_bytes"),
+        F.sha2("value", 256).alias("_digest"),
         F.col("topic").alias("kafka_topic"),
         F.col("partition").alias("kafka_partition"),
         F.col("offset").alias("kafka_offset"),
         F.col("timestamp").alias("kafka_timestamp"),
         "ingested_at",
     )
-    typed = records.select("*", *[F.col(f"_typed.`{f.name}`").alias(f.name) for f in schema])
-    type_errors = [F.when(F.col(f"_raw.`{f.name}`").isNotNull() & F.col(f.name).isNull(),
-                          F.lit(f"invalid_{f.name}")) for f in schema]
-    checks = F.array(*type_errors, *rule_failures(dict(topic.rules)))
-    errors = F.when(~F.col("_is_json_object"), F.array(F.lit(MALFORMED_JSON))).otherwise(
+    parsed = records.withColumn("_document", _document(F.col("value"), F.col("_digest"))) \
+        .withColumn("_fields", F.try_variant_get("_document", "$[0]", "map<string,variant>"))
+    readable = parsed.withColumn("_unreadable", _unreadable(
+        F.col("_bytes"), F.col("value"), F.col("_digest"), F.col("_document"), F.col("_fields"))) \
+        .withColumn("_fields", F.when(F.col("_unreadable").isNull(), F.col("_fields")))
+    typed = {f.name: _typed(f, F.try_element_at("_fields", F.lit(f.name))) for f in schema}
+    unknown = F.when(F.size(F.array_except(F.map_keys("_fields"),
+                                           F.array(*[F.lit(f.name) for f in schema]))) > 0,
+                     F.lit(UNKNOWN_FIELD))
+    events = readable.select("*", *[value.alias(name) for name, (value, _) in typed.items()])
+    checks = F.array(*[c for _, field_checks in typed.values() for c in field_checks], unknown,
+                     *rule_failures(dict(topic.rules)))
+    errors = F.when(F.col("_unreadable").isNotNull(), F.array("_unreadable")).otherwise(
         F.filter(checks, lambda e: e.isNotNull()))
-    return typed.withColumn("errors", errors).drop("_is_json_object", "_raw", "_typed")
+    return events.withColumn("errors", errors).drop("_bytes", "_digest", "_document",
+                                                    "_unreadable", "_fields")
 
 
 def well_formed_events(parsed: DataFrame, topic: TopicSettings) -> DataFrame:
@@ -80,7 +205,11 @@ def valid_events(parsed: DataFrame, topic: TopicSettings) -> DataFrame:
 
 
 def quarantined_records(parsed: DataFrame, topic: TopicSettings) -> DataFrame:
-    """Records that failed any check: the raw record, where it came from, and why."""
+    """Records that failed any check: the raw record, where it came from, and why.
+
+    `value` holds the bytes exactly as delivered (CAST(value AS BINARY) returns them, also when
+    they are not UTF-8), so every field is kept, NULLs included.
+    """
     return parsed.where(F.size("errors") > 0).select(
         F.lit(topic.name).alias("source_topic"),
         "kafka_topic", "kafka_partition", "kafka_offset", "kafka_timestamp", "kafka_key", "value",
@@ -95,6 +224,9 @@ def deduplicate_events(events: DataFrame, topic: TopicSettings) -> DataFrame:
 
     Streaming state holds each event_id only until the watermark passes its occurred_at + delay,
     so it stays bounded however long the stream runs. The first delivery seen is the one kept.
+    Event times are plausible by then: the `occurred_at_in_future` rule has quarantined any
+    event dated further after its Kafka timestamp than `max_clock_skew`, so no single clock can
+    move the watermark past the data.
     """
     return events.withWatermark("occurred_at", topic.watermark_delay) \
         .dropDuplicatesWithinWatermark(["event_id"])
