@@ -4,14 +4,30 @@ changed on its way into silver."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
 from datetime import datetime, timezone
 from decimal import Decimal
 
+import contract_oracle
 import pytest
 from helpers import kafka_rows, order, reward
+from jsonschema import Draft202012Validator
+from pyspark.sql import functions as F
+from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
+from silver_pipeline import run_silver
 
-from exactly_once.transforms.silver import parse_events, quarantined_records, valid_events
+from exactly_once.kafka.kcat import KafkaRecord
+from exactly_once.transforms.silver import (
+    TIMESTAMP_PATTERN,
+    decimal_pattern,
+    event_schema,
+    parse_events,
+    quarantined_records,
+    valid_events,
+    well_formed_events,
+)
 
 VALID = json.dumps(order("e1", "o1", 1))
 # The helpers' events happen at 2026-11-21T10:00:00Z; Kafka stamps them a minute later.
@@ -87,3 +103,187 @@ def test_xp_is_an_integer_literal_within_int(spark, settings, xp, errors):
                                                        if xp != "1e2" else '"xp": 1e2')
     parsed = parse_events(delivered(spark, [("player-rewards", "p1", payload)]), rewards)
     assert [r["errors"] for r in parsed.collect()] == [errors]
+
+
+# --- The far-future event no longer blinds silver -------------------------------------------
+
+
+def test_one_event_dated_far_ahead_does_not_move_the_watermark_past_later_events(spark,
+                                                                                 tmp_path):
+    """2099 (and epoch millis, once read as year 55840) used to move silver's watermark for
+    good: every later event was dropped as past it. Now they are quarantined, the watermark
+    follows the plausible events, and a later valid event still reaches silver."""
+    kafka_ms = int(KAFKA_TIME.timestamp() * 1000)
+    first = [
+        KafkaRecord("orders", "o1", json.dumps(order("e1", "o1", 1)), 0, 0, kafka_ms),
+        KafkaRecord("orders", "o2", json.dumps(order("e2", "o2", 1,
+                                                     occurred_at="2099-01-01T00:00:00Z")),
+                    0, 1, kafka_ms),
+        KafkaRecord("orders", "o3", _with("occurred_at", "1793495733000").replace('"o1"', '"o3"')
+                    .replace('"e1"', '"e4"'),
+                    0, 2, kafka_ms),
+        KafkaRecord("player-rewards", "p1", json.dumps(reward("g1", "p1", 5,
+                                                              "2099-01-01T00:00:00Z")),
+                    0, 0, kafka_ms),
+        # At exactly max_clock_skew (5 minutes) after its Kafka timestamp: still plausible.
+        KafkaRecord("player-rewards", "p1", json.dumps(reward("g2", "p1", 5,
+                                                              "2026-11-21T10:06:00Z")),
+                    0, 1, kafka_ms),
+    ]
+    later = [
+        KafkaRecord("orders", "o1", json.dumps(order("e3", "o1", 2,
+                                                     occurred_at="2026-11-21T10:02:00Z")),
+                    0, 3, kafka_ms + 60_000),
+        KafkaRecord("player-rewards", "p1", json.dumps(reward("g3", "p1", 5,
+                                                              "2026-11-21T10:02:00Z")),
+                    0, 2, kafka_ms + 60_000),
+    ]
+    tables = run_silver(spark, [first, later], tmp_path)
+    assert sorted(r["event_id"] for r in tables["silver_orders"]) == ["e1", "e3"]
+    assert sorted(r["event_id"] for r in tables["silver_player_rewards"]) == ["g2", "g3"]
+    assert sorted((r["kafka_topic"], r["kafka_offset"], r["reason"])
+                  for r in tables["quarantine"]) == [
+        ("orders", 1, "occurred_at_in_future"),
+        ("orders", 2, "invalid_occurred_at, has_occurred_at"),  # a number is no date-time
+        ("player-rewards", 0, "occurred_at_in_future")]
+
+
+# --- The published schema files and the pipeline agree --------------------------------------
+
+KAFKA_TOPICS = {"orders": "orders", "player_rewards": "player-rewards"}  # settings -> Kafka
+BOUNDS = {"bigint": (-2**63, 2**63 - 1), "int": (-2**31, 2**31 - 1)}
+
+
+def _portable(pattern: str) -> str:
+    """A pipeline (Java) pattern as the schema writes it: `\\z` is not in JSON Schema's regex
+    dialect; `(?!\\n)$` means the same in it, in Python and in Java."""
+    assert pattern.endswith(r"\z")
+    return pattern.removesuffix(r"\z") + r"(?!\n)$"
+
+
+def _types(prop: dict) -> set[str]:
+    kind = prop["type"]
+    return {kind} if isinstance(kind, str) else set(kind)
+
+
+@pytest.mark.parametrize("name", KAFKA_TOPICS)
+def test_the_schema_file_has_the_pipelines_fields_and_types(settings, name):
+    topic = settings.topic(name)
+    doc = contract_oracle.schema(topic.topic)
+    Draft202012Validator.check_schema(doc)
+    assert doc["type"] == "object" and doc["additionalProperties"] is False
+    fields = event_schema(topic)
+    assert list(doc["properties"]) == [f.name for f in fields]
+    for field in fields:
+        prop = doc["properties"][field.name]
+        kind = field.dataType.simpleString()
+        assert _types(prop) - {"null"} == {"integer" if kind in BOUNDS else "string"}, field
+        if kind in BOUNDS:  # the type's range, or a rule's tighter bound (xp > 0)
+            low, high = BOUNDS[kind]
+            assert low <= prop["minimum"] <= prop["maximum"] == high, field.name
+        if kind == "timestamp":
+            assert prop["format"] == "date-time"
+            assert prop["pattern"] == _portable(TIMESTAMP_PATTERN)
+        if kind.startswith("decimal"):  # non-negative: the rule non_negative_amount
+            dt = field.dataType
+            assert prop["pattern"] == _portable(decimal_pattern(dt.precision, dt.scale))
+        if kind == "string" and "enum" not in prop and "minLength" not in prop:
+            assert set(prop) <= {"type", "description"}, field.name  # any string
+
+
+@pytest.mark.parametrize("name", KAFKA_TOPICS)
+def test_the_event_type_enum_is_the_known_event_type_rule(settings, name):
+    topic = settings.topic(name)
+    enum = contract_oracle.schema(topic.topic)["properties"]["event_type"]["enum"]
+    assert set(re.findall(r"'([^']*)'", topic.rules["known_event_type"])) == set(enum)
+
+
+def test_required_fields_are_the_ones_a_rule_needs(spark, settings):
+    """A field is required by the schema exactly when a rule fails without it (NULL), and nullable
+    exactly when it is not required; order state is required unless the event is a delete."""
+    for name, topic in settings.topics.items():
+        doc = contract_oracle.schema(topic.topic)
+        fields = [f.name for f in event_schema(topic)]
+        samples = {"orders": [("order_updated", doc.get("else", {}).get("required", [])),
+                              ("order_deleted", [])],
+                   "player_rewards": [("xp_granted", [])]}[name]
+        for event_type, conditional in samples:
+            valid = _typed_event(topic, event_type)
+            rows = [valid] + [dict(valid, **{f: None}) for f in fields]
+            fails = _rule_results(spark, topic, rows)
+            assert not any(fails[0].values()), (name, event_type, fails[0])
+            needed = {f for f, result in zip(fields, fails[1:], strict=True)
+                      if any(result.values())}
+            assert needed == set(doc["required"]) | set(conditional), (name, event_type)
+        for field, prop in doc["properties"].items():
+            assert ("null" in _types(prop)) == (field not in doc["required"]), field
+
+
+def test_every_rule_is_true_or_false_never_null(spark, settings):
+    """On every mix of NULL and valid fields, each rule evaluates to TRUE or FALSE, so Databricks
+    and the local runtime (and GX) count a NULL the same way: as a failure of a named rule."""
+    for topic in settings.topics.values():
+        valid = _typed_event(topic, "order_updated" if topic.name == "orders" else "xp_granted")
+        columns = list(valid)
+        rows = [{c: (valid[c] if mask >> i & 1 else None) for i, c in enumerate(columns)}
+                for mask in range(2 ** len(columns))]
+        df = spark.createDataFrame(rows, _typed_schema(topic))
+        nulls = df.select(*[F.sum(F.expr(sql).isNull().cast("int")).alias(rule)
+                            for rule, sql in topic.rules.items()]).first().asDict()
+        assert nulls == {rule: 0 for rule in topic.rules}, topic.name
+
+
+def test_the_value_is_parsed_once_however_many_rules(spark, settings):
+    """Every field check and rule reads the one parse; more rules add no parse of the value."""
+    orders = settings.topic("orders")
+    many = dataclasses.replace(orders, rules={
+        **orders.rules, **{f"rule_{i}": f"length(status) > {i}" for i in range(20)}})
+    counts = []
+    for topic in (dataclasses.replace(orders, rules={}), orders, many):
+        plan = well_formed_events(parse_events(delivered(spark, [("orders", "o1", VALID)]), topic),
+                                  topic)._jdf.queryExecution().executedPlan().toString()
+        counts.append((plan.count("parseJson("), plan.count("jsonObjectKeys(")))
+    # One parse for every record, and one second look (a parse and the field names) that only
+    # a value that did not read whole gets, to name why.
+    assert counts == [(2, 1)] * 3
+
+
+def _typed_schema(topic) -> StructType:
+    return StructType([*event_schema(topic).fields, StructField("kafka_key", StringType()),
+                       StructField("kafka_timestamp", TimestampType())])
+
+
+def _typed_event(topic, event_type: str) -> dict:
+    """A valid event as the checked view holds it: typed fields, kafka_key, kafka_timestamp."""
+    occurred = datetime(2026, 11, 21, 10, 0)
+    event = {"event_id": "e1", "event_type": event_type, "sequence": 1, "occurred_at": occurred,
+             "customer_id": "c1", "status": "paid", "amount": Decimal("10.00"),
+             "currency": "EUR", "xp": 5, "reason": "quest"}
+    fields = {f.name: event.get(f.name, "k1") for f in event_schema(topic)}  # the key field: k1
+    return fields | {"kafka_key": "k1", "kafka_timestamp": occurred}
+
+
+def _rule_results(spark, topic, rows: list[dict]) -> list[dict[str, bool]]:
+    """Per row, in order, per rule: whether the row fails it."""
+    df = spark.createDataFrame([(i, *row.values()) for i, row in enumerate(rows)],
+                               StructType([StructField("_n", LongType()),
+                                           *_typed_schema(topic).fields]))
+    failed = df.select("_n", *[(~F.coalesce(F.expr(sql), F.lit(False))).alias(rule)
+                               for rule, sql in topic.rules.items()]).orderBy("_n").collect()
+    return [{rule: r[rule] for rule in topic.rules} for r in failed]
+
+
+@pytest.mark.parametrize("name, field, low, high", [
+    ("orders", "sequence", -2**63, 2**63 - 1), ("player_rewards", "xp", 1, 2**31 - 1)])
+def test_integer_bounds_are_where_the_pipeline_draws_them(spark, settings, name, field, low,
+                                                          high):
+    topic = settings.topic(name)
+    prop = contract_oracle.schema(topic.topic)["properties"][field]
+    assert (prop["minimum"], prop["maximum"]) == (low, high)
+    base = order("e1", "o1", 1) if name == "orders" else reward("e1", "o1", 1)
+    key = "o1"
+    payloads = [json.dumps(base).replace(f'"{field}": 1', f'"{field}": {n}')
+                for n in (low - 1, low, high, high + 1)]
+    parsed = parse_events(delivered(spark, [(topic.topic, key, p) for p in payloads]), topic)
+    errors = [r["errors"] for r in parsed.orderBy("kafka_offset").collect()]
+    assert [bool(e) for e in errors] == [True, False, False, True], errors
