@@ -9,20 +9,32 @@ import json
 import re
 from datetime import datetime, timezone
 from decimal import Decimal
+from pathlib import Path
 
 import contract_oracle
 import pytest
 from helpers import kafka_rows, order, reward
 from jsonschema import Draft202012Validator
 from pyspark.sql import functions as F
-from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
+from pyspark.sql.types import (
+    DecimalType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
 from silver_pipeline import run_silver
 
 from exactly_once.kafka.kcat import KafkaRecord
 from exactly_once.transforms.silver import (
     TIMESTAMP_PATTERN,
+    UNKNOWN_FIELD,
+    UNREADABLE,
     decimal_pattern,
     event_schema,
+    invalid,
+    invalid_scale,
     parse_events,
     quarantined_records,
     valid_events,
@@ -287,3 +299,49 @@ def test_integer_bounds_are_where_the_pipeline_draws_them(spark, settings, name,
     parsed = parse_events(delivered(spark, [(topic.topic, key, p) for p in payloads]), topic)
     errors = [r["errors"] for r in parsed.orderBy("kafka_offset").collect()]
     assert [bool(e) for e in errors] == [True, False, False, True], errors
+
+
+# --- The README says the same --------------------------------------------------------------
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def _contract_section() -> str:
+    text = README.read_text()
+    start = text.index("## The event contract")
+    return text[start:text.index("\n## ", start)]
+
+
+def test_the_readme_field_tables_match_the_schema_files(settings):
+    section = _contract_section()
+    for topic in settings.topics.values():
+        doc = contract_oracle.schema(topic.topic)
+        table = section[section.index(f"`{topic.topic}` (Kafka key = `{topic.key}`)"):]
+        table = table[table.index("| field"):]
+        table = table[:table.index("\n\n")]
+        listed = {}
+        for row in table.splitlines()[2:]:
+            first, json_value, required = (c.strip() for c in row.strip("|").split("|"))
+            for field in re.findall(r"`([a-z_]+)`", first):
+                listed[field] = (json_value, required)
+        assert set(listed) == set(doc["properties"])
+        conditional = doc.get("else", {}).get("required", [])
+        for field, (_, required) in listed.items():
+            assert required == ("yes" if field in doc["required"] else
+                                "unless `order_deleted`" if field in conditional else "no"), field
+        enum = doc["properties"]["event_type"]["enum"]
+        assert re.findall(r'`"([a-z_]+)"`', listed["event_type"][0]) == enum
+    skews = {t.max_clock_skew for t in settings.topics.values()}
+    assert len(skews) == 1 and f"`max_clock_skew` ({skews.pop()}, `conf/base.yml`)" in \
+        " ".join(section.split())
+
+
+def test_the_readme_lists_every_reason_the_pipeline_gives(spark, settings):
+    reasons = _contract_section().split("Quarantine reasons", 1)[1]
+    listed = {name for item in re.findall(r"^- (.*?):", reasons, re.M)
+              for name in re.findall(r"`([a-z0-9_<>]+)`", item)}
+    fields = [f for t in settings.topics.values() for f in event_schema(t)]
+    given = set(UNREADABLE) | {UNKNOWN_FIELD, invalid("<field>")} | \
+        {invalid_scale(f.name) for f in fields if isinstance(f.dataType, DecimalType)} | \
+        {rule for t in settings.topics.values() for rule in t.rules}
+    assert listed == given
