@@ -112,7 +112,7 @@ def test_full_refresh_reprocesses_and_a_plain_rerun_does_not(spark, settings, tm
     payload = ('{"event_id": "x1", "event_type": "xp_granted", "player_id": "p1", "xp": 7, '
                '"reason": "quest", "occurred_at": "2026-11-21T10:00:00Z"}')
     kcat.write_text(json.dumps({"topic": "player-rewards", "partition": 0, "offset": 0,
-                                "ts": 1, "headers": ["h", "v"], "key": "p1",
+                                "ts": 1795255260000, "headers": ["h", "v"], "key": "p1",
                                 "payload": payload}) + "\n")
     for odd in ("year=2026/a.json", "nested/month=11/b.json"):  # unrelated neighbours, which
         (tmp_path / odd).parent.mkdir(parents=True)  # a directory listing would take for
