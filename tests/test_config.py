@@ -24,6 +24,10 @@ def test_local_settings_round_trip_through_spark_conf_keys():
      "exactly_once.kafka.fail_on_data_loss must be true or false"),
     ("exactly_once.topics.orders.rules", "[1, 2]", "exactly_once.topics.orders.rules must map"),
     ("exactly_once.source", "s3://bucket", "exactly_once.source must be"),
+    ("exactly_once.topics.orders.max_clock_skew", "a bit",
+     "exactly_once.topics.orders.max_clock_skew must look like"),
+    ("exactly_once.topics.orders.rules", '{"occurred_at_in_future": "true"}',
+     "`occurred_at_in_future` comes from exactly_once.topics.orders.max_clock_skew"),
 ])
 def test_a_bad_setting_fails_naming_its_key(key, value, message):
     conf = load_settings("local").to_conf() | {key: value}
@@ -47,3 +51,18 @@ def test_target_file_overrides_base(tmp_path: Path):
     assert settings.kafka.bootstrap_servers == "broker:9093"
     assert settings.topic("orders").watermark_delay == "2 hours"
     assert settings.topic("orders").key == "order_id"  # untouched base value
+
+
+def test_max_clock_skew_adds_the_plausibility_rule_after_the_configured_ones():
+    settings = load_settings("local")
+    for topic in settings.topics.values():
+        assert topic.max_clock_skew == "5 minutes"
+        name, sql = list(topic.rules.items())[-1]
+        assert name == "occurred_at_in_future" and sql.endswith(
+            "occurred_at <= kafka_timestamp + INTERVAL 5 minutes")
+    conf = settings.to_conf()
+    assert "occurred_at_in_future" not in conf["exactly_once.topics.orders.rules"]  # derived
+    later = Settings.from_conf((conf | {"exactly_once.topics.orders.max_clock_skew": "1 hour"}).get)
+    assert later.topic("orders").rules["occurred_at_in_future"].endswith("INTERVAL 1 hour")
+    none = Settings.from_conf((conf | {"exactly_once.topics.orders.max_clock_skew": ""}).get)
+    assert "occurred_at_in_future" not in none.topic("orders").rules
