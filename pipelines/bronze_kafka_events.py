@@ -3,6 +3,7 @@
 from pyspark import pipelines as dp
 
 from exactly_once.config import pipeline_settings
+from exactly_once.table_properties import KEPT_THROUGH_FULL_REFRESH
 from exactly_once.transforms.bronze import raw_kafka_records
 
 settings = pipeline_settings(spark)
@@ -12,6 +13,8 @@ settings = pipeline_settings(spark)
     name="bronze_kafka_events",
     comment="Raw Kafka records (key, value, topic, partition, offset, timestamp, headers), "
     "one row per delivery, redeliveries included.",
+    # Kafka keeps records for its retention only: a full refresh must not drop the rest.
+    table_properties=KEPT_THROUGH_FULL_REFRESH,
 )
 def bronze_kafka_events():
     return raw_kafka_records(spark, settings)

@@ -9,11 +9,14 @@ from pyspark import pipelines as dp
 from pyspark.sql import functions as F
 
 from exactly_once.config import pipeline_settings
+from exactly_once.table_properties import TOMBSTONES_KEPT
 from exactly_once.transforms.silver import LINEAGE
 
 orders = pipeline_settings(spark).topic("orders")
 
-dp.create_streaming_table(name="orders", comment="Current state of each order.")
+# A deleted order stays deleted however late an older copy of one of its events arrives.
+dp.create_streaming_table(name="orders", comment="Current state of each order.",
+                          table_properties=TOMBSTONES_KEPT)
 
 dp.create_auto_cdc_flow(
     target="orders",

@@ -10,12 +10,14 @@ from pyspark import pipelines as dp
 from pyspark.sql import functions as F
 
 from exactly_once.config import pipeline_settings
+from exactly_once.table_properties import TOMBSTONES_KEPT
 from exactly_once.transforms.silver import LINEAGE
 
 orders = pipeline_settings(spark).topic("orders")
 
 dp.create_streaming_table(name="orders_history",
-                          comment="History of each order's status and amount (SCD type 2).")
+                          comment="History of each order's status and amount (SCD type 2).",
+                          table_properties=TOMBSTONES_KEPT)  # as `orders`: they never disagree
 
 dp.create_auto_cdc_flow(
     target="orders_history",

@@ -3,14 +3,18 @@
 This is the processed-messages table of the idempotent-consumer pattern, kept by AUTO CDC:
 a redelivery of an applied event_id merges into its existing row (never newer, so ignored),
 however late it comes, and long after silver's watermark state has forgotten it. Grants that
-arrive more than `max_event_age` after they happened are not applied: `late_events` keeps them.
+the broker received more than `max_event_age` after they happened are not applied:
+`late_events` keeps them. Only the event's own fields are stored, not which delivery carried
+it, so the table is the same whichever copy came first.
 """
 
 from pyspark import pipelines as dp
 from pyspark.sql import functions as F
 
 from exactly_once.config import pipeline_settings
+from exactly_once.table_properties import KEPT_THROUGH_FULL_REFRESH
 from exactly_once.transforms.gold import within_max_age
+from exactly_once.transforms.silver import LINEAGE
 
 rewards = pipeline_settings(spark).topic("player_rewards")
 
@@ -24,6 +28,8 @@ def xp_grants_in_time():
 dp.create_streaming_table(
     name="player_xp_ledger",
     comment="Every applied XP grant once: the processed event IDs and the effect they guard.",
+    # The only record of grants older than Kafka's retention: a full refresh must not erase it.
+    table_properties=KEPT_THROUGH_FULL_REFRESH,
 )
 
 dp.create_auto_cdc_flow(
@@ -31,5 +37,6 @@ dp.create_auto_cdc_flow(
     source="xp_grants_in_time",
     keys=["event_id"],
     sequence_by=F.struct(*rewards.sequence_by),  # a redelivery repeats it: never newer, so ignored
+    except_column_list=LINEAGE,
     stored_as_scd_type=1,
 )

@@ -59,8 +59,8 @@ def crash_after_target_commit(monkeypatch):
 
     real_merge = auto_cdc._idempotent_merge
 
-    def target_then_crash(spark, app_id, batch_id, merge):
-        real_merge(spark, app_id, batch_id, merge)
+    def target_then_crash(spark, app_id, batch_id, merge, path):
+        real_merge(spark, app_id, batch_id, merge, path)
         if app_id.endswith(":target"):
             raise RuntimeError("killed after the target commit")
 

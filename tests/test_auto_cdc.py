@@ -40,6 +40,7 @@ class Tables:
         self.next_batch = batch_id + 1
         batch = self.spark.createDataFrame(rows, SCHEMA)
         return apply_scd1_batch(self.spark, batch, batch_id, self.spec, self.target, self.state,
+                                query_id="test-query",
                                 rejected_path=self.rejected, **options)
 
     def rows(self):

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
 from helpers import crash_after_target_commit
 from pyspark.sql import functions as F
 
 from exactly_once.local import auto_cdc, auto_cdc_scd2
 from exactly_once.local.auto_cdc_scd2 import apply_scd2_batch, target_schema
 from exactly_once.local.auto_cdc_spec import AutoCdcSpec
+from exactly_once.table_properties import TOMBSTONE_GC_NEVER_SECONDS
 
 SCHEMA = "id STRING, seq BIGINT, kind STRING, status STRING, note STRING, off BIGINT"
 
@@ -33,7 +35,7 @@ class History:
         self.next_batch = batch_id + 1
         batch = self.spark.createDataFrame(rows, SCHEMA)
         return apply_scd2_batch(self.spark, batch, batch_id, self.spec, self.target,
-                                self.state, rejected_path=self.rejected)
+                                self.state, query_id="test-query", rejected_path=self.rejected)
 
     def rows(self):
         """(id, status, note, start seq, end seq or None), by key and start."""
@@ -123,7 +125,7 @@ def test_a_pipeline_runs_scd1_and_scd2_flows_over_two_updates(spark, tmp_path):
             return spark.readStream.format("delta").load("{changes}")
 
         dp.create_streaming_table(name="current", table_properties={{
-            "pipelines.cdc.tombstoneGCThresholdInSeconds": "0"}})
+            "pipelines.cdc.tombstoneGCThresholdInSeconds": "{TOMBSTONE_GC_NEVER_SECONDS}"}})
         dp.create_auto_cdc_flow(target="current", source="changes", keys=["id"],
                                 sequence_by="seq", apply_as_deletes="kind = 'delete'",
                                 except_column_list=["kind", "off"])
@@ -149,6 +151,31 @@ def test_a_pipeline_runs_scd1_and_scd2_flows_over_two_updates(spark, tmp_path):
     assert [(r.status, r.note, r["__START_AT"], r["__END_AT"]) for r in history] == [
         ("new", "", 1, 2), ("paid", "late note", 2, 4)]
     state = str(warehouse.auto_cdc_state_path("current"))
-    assert table(state).count() == 0  # tombstones of `a` and `b` collected (threshold 0)
+    assert table(state).where("__is_delete").count() == 2  # tombstones of `a` and `b` kept
     rejected = table(auto_cdc.rejected_rows_path(state)).collect()
     assert [(r.flow, r.reason) for r in rejected] == [("current", "null key (id)")]
+
+
+def test_an_scd1_table_may_not_expire_tombstones_its_scd2_sibling_keeps(spark, tmp_path):
+    from test_local_runtime import write_pipeline
+
+    from exactly_once.local.loader import load_graph
+    from exactly_once.local.registry import GraphError
+
+    files = write_pipeline(tmp_path / "p", """
+        from pyspark import pipelines as dp
+
+        @dp.temporary_view(name="changes")
+        def changes():
+            return spark.readStream.format("delta").load("/nowhere")
+
+        dp.create_streaming_table(name="current")  # Databricks' default: 2 days
+        dp.create_auto_cdc_flow(target="current", source="changes", keys=["id"],
+                                sequence_by="seq", apply_as_deletes="kind = 'delete'")
+        dp.create_streaming_table(name="history")
+        dp.create_auto_cdc_flow(target="history", source="changes", keys=["id"],
+                                sequence_by="seq", apply_as_deletes="kind = 'delete'",
+                                stored_as_scd_type=2)
+    """)
+    with pytest.raises(GraphError, match="`current` expires tombstones after 172800 s.*`history`"):
+        load_graph(spark, files)

@@ -29,12 +29,17 @@ def test_the_project_pipeline_declares_the_medallion_graph(spark, settings):
         "checked_orders": TemporaryView, "checked_player_rewards": TemporaryView,
         "player_xp_ledger": StreamingTable, "xp_grants_in_time": TemporaryView,
         "late_events": StreamingTable, "orders_history": StreamingTable,
+        "xp_grant_arrivals": TemporaryView,
     }
     assert sorted(f.name for f in graph.flows_into("quarantine")) == [
         "quarantine_orders", "quarantine_player_rewards"]
     cdc = {flow.target: (flow.source, flow.keys) for flow in graph.auto_cdc_flows}
     assert cdc["orders"] == ("checked_orders", ("order_id",))
     assert cdc["player_xp_ledger"] == ("xp_grants_in_time", ("event_id",))
+    assert cdc["late_events"] == ("xp_grant_arrivals", ("event_id",))
+    protected = {t.name for t in graph.tables()
+                 if graph.table_properties(t.name).get("pipelines.reset.allowed") == "false"}
+    assert protected == {"bronze_kafka_events", "player_xp_ledger", "late_events"}
 
 
 def write_pipeline(directory, source: str):
@@ -107,7 +112,7 @@ def test_a_batch_query_into_a_streaming_table_names_the_flow(spark, tmp_path):
         PipelineUpdate(spark, load_graph(spark, files), Warehouse(tmp_path / "wh")).run()
 
 
-def test_full_refresh_reprocesses_and_a_plain_rerun_does_not(spark, settings, tmp_path):
+def test_full_refresh_rebuilds_from_bronze_and_a_plain_rerun_does_not(spark, settings, tmp_path):
     kcat = tmp_path / "events.jsonl"
     payload = ('{"event_id": "x1", "event_type": "xp_granted", "player_id": "p1", "xp": 7, '
                '"reason": "quest", "occurred_at": "2026-11-21T10:00:00Z"}')
@@ -123,7 +128,10 @@ def test_full_refresh_reprocesses_and_a_plain_rerun_does_not(spark, settings, tm
     first = run_pipeline(spark, local, warehouse)
     again = run_pipeline(spark, local, warehouse)
     refreshed = run_pipeline(spark, local, warehouse, full_refresh=True)
-    assert [r.flow_input("bronze_kafka_events") for r in (first, again, refreshed)] == [1, 0, 1]
+    # Bronze is protected (pipelines.reset.allowed = false): kept, not re-read; everything
+    # downstream is rebuilt from it.
+    assert [r.flow_input("bronze_kafka_events") for r in (first, again, refreshed)] == [1, 0, 0]
+    assert [r.flow_input("silver_player_rewards") for r in (first, again, refreshed)] == [1, 0, 1]
     assert refreshed.table_rows["player_xp"] == 1 and refreshed.table_rows["orders"] == 0
     (bronze,) = spark.read.format("delta").load(str(warehouse / "bronze_kafka_events")).collect()
     assert [(h["key"], bytes(h["value"])) for h in bronze["headers"]] == [("h", b"v")]

@@ -145,8 +145,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     progress = Progress(quiet=args.quiet)
     spark = build_session(args.warehouse, log_level="OFF")
     try:
-        result = run_pipeline(spark, settings, args.warehouse, full_refresh=args.full_refresh,
-                              progress=progress)
+        result = run_pipeline(spark, settings, args.warehouse,
+                              full_refresh=args.full_refresh_all or args.full_refresh,
+                              refresh=args.refresh, progress=progress)
     finally:
         spark.stop()
     print(progress.summary(result, bronze="bronze_kafka_events", quarantine="quarantine",
@@ -225,6 +226,13 @@ def _timestamp(text: str) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
 
+def _tables(text: str) -> list[str]:
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError("a table name is needed")
+    return names
+
+
 def _source(text: str) -> str:
     if text != "kafka" and not (text.startswith("file:") and len(text) > 5):
         raise argparse.ArgumentTypeError("source is `kafka` or `file:PATH`")
@@ -266,8 +274,15 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run the pipeline once (triggered)")
     run.add_argument("--source", type=_source, help="`kafka` (default) or `file:PATH`")
     run.add_argument("--warehouse", type=Path, default=DEFAULT_WAREHOUSE)
-    run.add_argument("--full-refresh", action="store_true",
-                     help="drop all tables and checkpoints first")
+    # As `databricks bundle run`: names separated by spaces or commas.
+    run.add_argument("--refresh", type=_tables, nargs="+", default=[], action="extend",
+                     metavar="TABLE", help="update only these tables")
+    run.add_argument("--full-refresh", type=_tables, nargs="+", default=[], action="extend",
+                     metavar="TABLE", help="reset these tables (data, checkpoints, AUTO CDC "
+                     "state), then recompute them")
+    run.add_argument("--full-refresh-all", action="store_true",
+                     help="reset and recompute every table that allows it "
+                     "(pipelines.reset.allowed)")
     run.add_argument("--bootstrap-servers")
     run.add_argument("--quiet", action="store_true", help="no per-batch progress")
     run.set_defaults(handler=cmd_run)
@@ -295,7 +310,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "full_refresh_all", False) and (args.refresh or args.full_refresh):
+        parser.error("--full-refresh-all cannot be combined with --refresh or --full-refresh")
+    for name in ("refresh", "full_refresh"):  # `--refresh a,b c` -> [a, b, c]
+        if hasattr(args, name):
+            setattr(args, name, [t for group in getattr(args, name) for t in
+                                 (group if isinstance(group, list) else [group])])
     if getattr(args, "seed", 0) is None:
         args.seed = time.time_ns() % 2**31
     if getattr(args, "start", 0) is None:
@@ -304,13 +326,14 @@ def main(argv: list[str] | None = None) -> int:
     from exactly_once.kafka.kcat import KcatFormatError
     from exactly_once.kafka.producer import ProducerError
     from exactly_once.local.flows import FlowError
+    from exactly_once.local.lock import WarehouseLockedError
     from exactly_once.local.registry import GraphError
     from exactly_once.quality.paths import QualityError
 
     try:
         return args.handler(args)
     except (CliError, SettingsError, BrokerError, ProducerError, KcatFormatError, FlowError,
-            GraphError, QualityError) as err:
+            GraphError, QualityError, WarehouseLockedError) as err:
         print(f"exactly-once: error: {err}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

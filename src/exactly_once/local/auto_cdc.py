@@ -12,10 +12,17 @@ Per batch:
 5. one MERGE into the target, then one MERGE into the state table, then tombstones older than
    `pipelines.cdc.tombstoneGCThresholdInSeconds` are removed from the state table.
 
+Order is total: events compare by (sequence, TIE), TIE being (is it a delete, hash of the
+event's target columns). So at equal sequences a delete wins over an upsert and two different
+upserts resolve by their content, the same whichever arrives first, in one batch or across
+batches, and the same as SCD2 decides (auto_cdc_scd2.py; docs/auto_cdc.md "Ties").
+
 The two MERGEs are two Delta commits. Each carries Delta's idempotent-write marker
-(txnAppId = flow + table, txnVersion = batch id): when a crash between them makes Structured
-Streaming replay the batch, the MERGE that already committed is skipped and the other runs
-against the same state as the first time, so the tables end as if nothing had failed.
+(txnAppId = streaming query id + flow + table, txnVersion = batch id), as Spark's own Delta sink
+does with its query id: when a crash between them makes Structured Streaming replay the batch,
+the MERGE that already committed is skipped and the other runs against the same state as the
+first time, so the tables end as if nothing had failed. A new checkpoint is a new query id, so
+its batch ids (from 0 again) are never mistaken for ones already written.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from delta.tables import DeltaTable
+from delta.tables import DeltaMergeBuilder, DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
@@ -31,12 +38,14 @@ from pyspark.sql.types import StructType
 from exactly_once.local.auto_cdc_spec import AutoCdcSpec
 
 SEQUENCE = "__sequence"
+TIE = "__tie"  # breaks equal sequences: struct(deleted, content hash)
 IS_DELETE = "__is_delete"
 IS_TRUNCATE = "__is_truncate"
 DELETED_AT = "__deleted_at"  # processing time a tombstone was written: its retention clock
 SYNTHETIC = "__from_truncate"
 REJECT_REASON = "__reject_reason"
 STORED_SEQUENCE = "__stored_sequence"
+STORED_TIE = "__stored_tie"
 STORED_DELETED = "__stored_deleted"
 RESET = "__reset"
 CHANGE_COLUMNS = (SEQUENCE, IS_DELETE, IS_TRUNCATE, SYNTHETIC, REJECT_REASON)
@@ -74,19 +83,37 @@ def target_schema(spec: AutoCdcSpec, source: DataFrame) -> StructType:
     return source.select(*target_columns(spec, source.columns)).schema
 
 
+def tie_break(columns: list[str]) -> Column:
+    """What decides between events with equal sequences: a delete first, then the content.
+
+    A hash of the target columns, not the Kafka offset or arrival order: a redelivery has the
+    same content, so it decides nothing, and every replay decides the same way.
+    """
+    content = F.to_json(F.struct(*[F.col(f"`{c}`") for c in columns]),
+                        {"ignoreNullFields": "false"})
+    return F.struct(F.col(IS_DELETE).alias("deleted"), F.sha2(content, 256).alias("content"))
+
+
 def state_schema(spec: AutoCdcSpec, source: DataFrame) -> StructType:
-    return tag_events(source, spec).select(
-        *spec.keys, SEQUENCE, IS_DELETE, F.lit(None).cast("timestamp").alias(DELETED_AT)).schema
+    tagged = tag_events(source, spec)
+    return tagged.select(
+        *spec.keys, SEQUENCE, IS_DELETE, F.lit(None).cast("timestamp").alias(DELETED_AT),
+        tie_break(data_columns(spec, source.columns)).alias(TIE)).schema
 
 
 def ensure_state_table(spark: SparkSession, spec: AutoCdcSpec, source: DataFrame,
                        state_path: str) -> None:
-    """Create the state table, or add `__deleted_at` to one written before tombstone GC."""
+    """Create the state table, or add the columns later versions added (`__deleted_at`,
+    `__tie`) to one written before them."""
+    schema = state_schema(spec, source)
     if not (Path(state_path) / "_delta_log").is_dir():
-        spark.createDataFrame([], state_schema(spec, source)).write.format("delta").save(
-            state_path)
-    elif DELETED_AT not in spark.read.format("delta").load(state_path).columns:
-        spark.sql(f"ALTER TABLE delta.`{state_path}` ADD COLUMNS ({DELETED_AT} TIMESTAMP)")
+        spark.createDataFrame([], schema).write.format("delta").save(state_path)
+        return
+    existing = set(spark.read.format("delta").load(state_path).columns)
+    for column in (DELETED_AT, TIE):
+        if column not in existing:
+            spark.sql(f"ALTER TABLE delta.`{state_path}` ADD COLUMNS "
+                      f"({column} {schema[column].dataType.simpleString()})")
 
 
 def rejected_rows_path(state_path: str) -> str:
@@ -118,7 +145,8 @@ def tag_events(events: DataFrame, spec: AutoCdcSpec) -> DataFrame:
 
 
 def record_rejected(spark: SparkSession, events: DataFrame, source_columns: list[str],
-                    spec: AutoCdcSpec, batch_id: int, rejected_path: str | None) -> int:
+                    spec: AutoCdcSpec, batch_id: int, rejected_path: str | None,
+                    query_id: str) -> int:
     """Append rejected events to the rejected-rows table (idempotent per batch); their count.
 
     Columns: flow, batch_id, reason, record (the source row as JSON), rejected_at.
@@ -126,21 +154,24 @@ def record_rejected(spark: SparkSession, events: DataFrame, source_columns: list
     rejected = events.where(F.col(REJECT_REASON) != "")
     count = rejected.count()
     if count and rejected_path:
-        record = F.to_json(F.struct(*[F.col(f"`{c}`") for c in source_columns]))
+        # Every field, NULLs included: a row rejected for a NULL key shows the key as null.
+        record = F.to_json(F.struct(*[F.col(f"`{c}`") for c in source_columns]),
+                           {"ignoreNullFields": "false"})
         rejected.select(F.lit(spec.name).alias("flow"),
                         F.lit(batch_id).cast("bigint").alias("batch_id"),
                         F.col(REJECT_REASON).alias("reason"), record.alias("record"),
                         F.current_timestamp().alias("rejected_at")) \
             .write.format("delta").mode("append") \
-            .option("txnAppId", f"{spec.name}:rejected").option("txnVersion", batch_id) \
+            .option("txnAppId", f"{query_id}:{spec.name}:rejected") \
+            .option("txnVersion", batch_id) \
             .save(rejected_path)
     return count
 
 
 def latest_per_key(events: DataFrame, spec: AutoCdcSpec) -> DataFrame:
     """Per key, the one event with the highest sequence (events carry SEQUENCE already)."""
-    newest_first = Window.partitionBy(*spec.keys).orderBy(F.col(SEQUENCE).desc(),
-                                                          F.col(SYNTHETIC).asc())
+    newest_first = Window.partitionBy(*spec.keys).orderBy(
+        F.col(SEQUENCE).desc(), F.col(TIE).desc(), F.col(SYNTHETIC).asc())
     return events.withColumn("__rank", F.row_number().over(newest_first)) \
         .where("__rank = 1").drop("__rank")
 
@@ -164,10 +195,11 @@ def fill_null_updates(events: DataFrame, spec: AutoCdcSpec, columns: list[str]) 
     RESET marks events that follow a delete of the same batch: they replace the row entirely
     instead of keeping the target's values where they are NULL.
     """
-    so_far = Window.partitionBy(*spec.keys).orderBy(SEQUENCE) \
+    order = [SEQUENCE, TIE] if TIE in events.columns else [SEQUENCE]
+    so_far = Window.partitionBy(*spec.keys).orderBy(*order) \
         .rowsBetween(Window.unboundedPreceding, Window.currentRow)
     events = events.withColumn("__life", F.sum(F.col(IS_DELETE).cast("int")).over(so_far))
-    in_life = Window.partitionBy(*spec.keys, "__life").orderBy(SEQUENCE) \
+    in_life = Window.partitionBy(*spec.keys, "__life").orderBy(*order) \
         .rowsBetween(Window.unboundedPreceding, Window.currentRow)
     filled = [F.last(F.when(~F.col(IS_DELETE), F.col(f"`{c}`")), ignorenulls=True)
               .over(in_life).alias(c)
@@ -175,7 +207,15 @@ def fill_null_updates(events: DataFrame, spec: AutoCdcSpec, columns: list[str]) 
     return events.select(*filled).withColumn(RESET, F.col("__life") > 0).drop("__life")
 
 
-def _idempotent_merge(spark: SparkSession, app_id: str, batch_id: int, merge) -> None:
+def _latest_version(path: str) -> int:
+    return max((int(p.stem) for p in (Path(path) / "_delta_log").glob("*.json")), default=-1)
+
+
+def _idempotent_merge(spark: SparkSession, app_id: str, batch_id: int, merge: DeltaMergeBuilder,
+                      path: str) -> bool:
+    """Execute the MERGE unless (app_id, batch_id) already committed to the table at `path`;
+    whether this call committed it."""
+    before = _latest_version(path)
     spark.conf.set("spark.databricks.delta.write.txnAppId", app_id)
     spark.conf.set("spark.databricks.delta.write.txnVersion", str(batch_id))
     try:
@@ -183,6 +223,7 @@ def _idempotent_merge(spark: SparkSession, app_id: str, batch_id: int, merge) ->
     finally:
         spark.conf.unset("spark.databricks.delta.write.txnAppId")
         spark.conf.unset("spark.databricks.delta.write.txnVersion")
+    return _latest_version(path) > before
 
 
 def collect_tombstones(spark: SparkSession, state_path: str, retention_seconds: float) -> int:
@@ -201,30 +242,42 @@ def merge_condition(spec: AutoCdcSpec, extra: tuple[str, ...] = ()) -> str:
 
 
 def apply_scd1_batch(spark: SparkSession, batch: DataFrame, batch_id: int, spec: AutoCdcSpec,
-                     target_path: str, state_path: str, *, rejected_path: str | None = None,
+                     target_path: str, state_path: str, *, query_id: str,
+                     rejected_path: str | None = None,
                      tombstone_gc_seconds: float | None = None) -> CdcBatchStats:
+    """Apply one micro-batch. `query_id`: the streaming query's id (its checkpoint's identity),
+    part of every idempotent-write marker."""
+    columns = data_columns(spec, batch.columns)
     events = tag_events(batch, spec).persist()
     try:
         total = events.count()
-        rejected = record_rejected(spark, events, batch.columns, spec, batch_id, rejected_path)
+        rejected = record_rejected(spark, events, batch.columns, spec, batch_id, rejected_path,
+                                   query_id)
         good = events.where(F.col(REJECT_REASON) == "").drop(REJECT_REASON)
         truncates = good.where(F.col(IS_TRUNCATE)).count()
         state = spark.read.format("delta").load(state_path)
         stored = state.select(*spec.keys, F.col(SEQUENCE).alias(STORED_SEQUENCE),
+                              F.col(TIE).alias(STORED_TIE),
                               F.col(IS_DELETE).alias(STORED_DELETED))
         if truncates:
             good = _truncates_as_deletes(good, stored, spec)
+        good = good.withColumn(TIE, tie_break(columns))
+        lowest_tie = F.struct(F.lit(False).alias("deleted"), F.lit("").alias("content"))
+        newer = F.struct(F.col(SEQUENCE).alias("s"), F.col(TIE).alias("t")) > F.struct(
+            F.col(STORED_SEQUENCE).alias("s"),
+            F.coalesce(F.col(STORED_TIE), lowest_tie).alias("t"))
         fresh = good.join(stored, list(spec.keys), "left").where(
-            F.col(STORED_SEQUENCE).isNull() | (F.col(SEQUENCE) > F.col(STORED_SEQUENCE))
-        ).drop(STORED_SEQUENCE, STORED_DELETED)
-        columns = data_columns(spec, batch.columns)
+            F.col(STORED_SEQUENCE).isNull() | newer
+        ).drop(STORED_SEQUENCE, STORED_TIE, STORED_DELETED)
         if spec.ignore_null_updates:
             fresh = fill_null_updates(fresh, spec, columns)
         changes = latest_per_key(fresh, spec).persist()
         try:
-            deletes = changes.where(F.col(IS_DELETE)).count()
-            applied = changes.count()
-            from_truncates = changes.where(F.col(SYNTHETIC)).count()
+            counts = changes.agg(F.count(F.lit(1)).alias("applied"),
+                                 F.count_if(F.col(IS_DELETE)).alias("deletes"),
+                                 F.count_if(F.col(SYNTHETIC)).alias("from_truncates")).first()
+            applied, deletes, from_truncates = counts["applied"], counts["deletes"], \
+                counts["from_truncates"]
             values = {f"`{c}`": f"s.`{c}`" for c in target_columns(spec, batch.columns)}
             updates = dict(values)
             if spec.ignore_null_updates:  # NULL keeps the target's value, unless re-inserted
@@ -237,23 +290,27 @@ def apply_scd1_batch(spark: SparkSession, batch: DataFrame, batch_id: int, spec:
                 .whenMatchedUpdate(condition=f"NOT s.{IS_DELETE}", set=updates)
                 .whenNotMatchedInsert(condition=f"NOT s.{IS_DELETE}", values=values)
             )
-            _idempotent_merge(spark, f"{spec.name}:target", batch_id, target_merge)
+            committed = _idempotent_merge(spark, f"{query_id}:{spec.name}:target", batch_id,
+                                          target_merge, target_path)
             new_state = changes.select(
                 *spec.keys, SEQUENCE, IS_DELETE,
-                F.when(F.col(IS_DELETE), F.current_timestamp()).alias(DELETED_AT))
+                F.when(F.col(IS_DELETE), F.current_timestamp()).alias(DELETED_AT), TIE)
             state_merge = (
                 DeltaTable.forPath(spark, state_path).alias("t")
                 .merge(new_state.alias("s"), merge_condition(spec))
                 .whenMatchedUpdateAll()
                 .whenNotMatchedInsertAll()
             )
-            _idempotent_merge(spark, f"{spec.name}:state", batch_id, state_merge)
+            _idempotent_merge(spark, f"{query_id}:{spec.name}:state", batch_id, state_merge,
+                              state_path)
         finally:
             changes.unpersist()
         if tombstone_gc_seconds is not None:
             collect_tombstones(spark, state_path, tombstone_gc_seconds)
+        stale = total - rejected - truncates - (applied - from_truncates)
+        if not committed:  # an earlier attempt of this batch wrote the target: report nothing
+            applied = deletes = 0
         return CdcBatchStats(rejected=rejected, upserts=applied - deletes, deletes=deletes,
-                             stale=total - rejected - truncates - (applied - from_truncates),
-                             truncates=truncates)
+                             stale=stale, truncates=truncates)
     finally:
         events.unpersist()

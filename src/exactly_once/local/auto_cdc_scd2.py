@@ -8,14 +8,17 @@ delete, which closes it. `__END_AT IS NULL` marks the current version; a deleted
 The state table (`<warehouse>/_pipeline/auto_cdc/<target>`) is the journal of every applied
 event per key (keys, sequence, delete flag, target columns as received). Per batch:
 1. events with a NULL key or sequence are rejected to the rejected-rows table;
-2. events whose (key, sequence) is already in the journal are dropped (redeliveries), and one
-   event is kept per (key, sequence) inside the batch;
+2. one event is kept per (key, sequence) inside the batch, the one with the highest tie-break
+   (`auto_cdc.tie_break`: a delete, else by content), and dropped if the journal already holds
+   that (key, sequence) with a tie-break as high (a redelivery); one with a higher tie-break
+   replaces the journal's event, so equal sequences resolve as in SCD1, in any arrival order;
 3. for the keys the remaining events touch, the journal plus those events are replayed in
    sequence order into versions, so a late event lands where it belongs: it can split a version
    or fill a gap, and an upsert older than a delete makes a closed version, never a current one;
 4. one MERGE on (keys, `__START_AT`) replaces those keys' versions in the target (update,
    insert, delete), then one MERGE appends the events to the journal.
-Both MERGEs carry the idempotent-write markers (txnAppId, txnVersion = batch id) and the
+Both MERGEs carry the idempotent-write markers (txnAppId = query id + flow + table,
+txnVersion = batch id) and the
 decisions come only from the journal, which is written last: a replay after a crash between
 them skips the target MERGE and writes the same journal rows as the first attempt would have.
 """
@@ -35,6 +38,7 @@ from exactly_once.local.auto_cdc import (
     REJECT_REASON,
     RESET,
     SEQUENCE,
+    TIE,
     CdcBatchStats,
     data_columns,
     fill_null_updates,
@@ -42,6 +46,7 @@ from exactly_once.local.auto_cdc import (
     record_rejected,
     tag_events,
     target_columns,
+    tie_break,
 )
 from exactly_once.local.auto_cdc_spec import AutoCdcSpec
 
@@ -113,49 +118,59 @@ def versions_of(history: DataFrame, spec: AutoCdcSpec, columns: list[str],
         START_AT, F.col(f"__last.{END_AT}").alias(END_AT))
 
 
-def _one_per_sequence(events: DataFrame, spec: AutoCdcSpec, columns: list[str]) -> DataFrame:
-    """Equal (key, sequence) inside a batch is undefined in Databricks; pick deterministically,
-    so a replayed batch picks the same event."""
-    same = Window.partitionBy(*spec.keys, SEQUENCE).orderBy(
-        F.col(IS_DELETE).desc(), F.to_json(F.struct(*[F.col(f"`{c}`") for c in columns])).desc())
+def _one_per_sequence(events: DataFrame, spec: AutoCdcSpec) -> DataFrame:
+    """Per (key, sequence) the event with the highest tie-break (events carry TIE)."""
+    same = Window.partitionBy(*spec.keys, SEQUENCE).orderBy(F.col(TIE).desc())
     return events.withColumn("__rank", F.row_number().over(same)).where("__rank = 1") \
         .drop("__rank")
 
 
 def apply_scd2_batch(spark: SparkSession, batch: DataFrame, batch_id: int, spec: AutoCdcSpec,
-                     target_path: str, state_path: str, *,
+                     target_path: str, state_path: str, *, query_id: str,
                      rejected_path: str | None = None) -> CdcBatchStats:
+    """Apply one micro-batch. `query_id`: the streaming query's id (its checkpoint's identity),
+    part of every idempotent-write marker."""
     columns = data_columns(spec, batch.columns)
     tracked = tracked_columns(spec, batch.columns)
     order = target_columns(spec, batch.columns)
     events = tag_events(batch, spec).persist()
     try:
         total = events.count()
-        rejected = record_rejected(spark, events, batch.columns, spec, batch_id, rejected_path)
+        rejected = record_rejected(spark, events, batch.columns, spec, batch_id, rejected_path,
+                                   query_id)
         good = events.where(F.col(REJECT_REASON) == "").select(
-            *spec.keys, SEQUENCE, IS_DELETE, *columns)
+            *spec.keys, SEQUENCE, IS_DELETE, *columns).withColumn(TIE, tie_break(columns))
         journal = spark.read.format("delta").load(state_path)
-        fresh = _one_per_sequence(good, spec, columns).join(
-            journal.select(*spec.keys, SEQUENCE), [*spec.keys, SEQUENCE], "left_anti").persist()
+        journaled = journal.select(*spec.keys, SEQUENCE, tie_break(columns).alias("__journal_tie"))
+        fresh = _one_per_sequence(good, spec).join(journaled, [*spec.keys, SEQUENCE], "left") \
+            .where(F.col("__journal_tie").isNull() | (F.col(TIE) > F.col("__journal_tie"))) \
+            .drop("__journal_tie", TIE).persist()
         try:
-            applied = fresh.count()
-            deletes = fresh.where(F.col(IS_DELETE)).count()
-            if applied:
-                _apply(spark, spec, batch_id, fresh, journal, columns, tracked, order,
-                       target_path, state_path)
+            counts = fresh.agg(F.count(F.lit(1)).alias("applied"),
+                               F.count_if(F.col(IS_DELETE)).alias("deletes")).first()
+            applied, deletes = counts["applied"], counts["deletes"]
+            committed = applied > 0 and _apply(spark, spec, batch_id, query_id, fresh, journal,
+                                               columns, tracked, order, target_path, state_path)
         finally:
             fresh.unpersist()
+        stale = total - rejected - applied
+        if not committed:  # nothing new, or an earlier attempt of this batch wrote the target
+            applied = deletes = 0
         return CdcBatchStats(rejected=rejected, upserts=applied - deletes, deletes=deletes,
-                             stale=total - rejected - applied)
+                             stale=stale)
     finally:
         events.unpersist()
 
 
-def _apply(spark: SparkSession, spec: AutoCdcSpec, batch_id: int, fresh: DataFrame,
-           journal: DataFrame, columns: list[str], tracked: list[str], order: list[str],
-           target_path: str, state_path: str) -> None:
+def _apply(spark: SparkSession, spec: AutoCdcSpec, batch_id: int, query_id: str,
+           fresh: DataFrame, journal: DataFrame, columns: list[str], tracked: list[str],
+           order: list[str], target_path: str, state_path: str) -> bool:
+    """Rewrite the versions of the keys `fresh` touches; whether the target MERGE committed."""
     affected = fresh.select(*spec.keys).distinct()
-    history = journal.join(affected, list(spec.keys), "left_semi").unionByName(fresh)
+    # An event that won a tie against a journal event replaces it: same (key, sequence).
+    kept = journal.join(affected, list(spec.keys), "left_semi") \
+        .join(fresh.select(*spec.keys, SEQUENCE), [*spec.keys, SEQUENCE], "left_anti")
+    history = kept.unionByName(fresh)
     versions = versions_of(history, spec, columns, tracked, order)
     target = DeltaTable.forPath(spark, target_path)
     obsolete = target.toDF().join(affected, list(spec.keys), "left_semi") \
@@ -171,10 +186,14 @@ def _apply(spark: SparkSession, spec: AutoCdcSpec, batch_id: int, fresh: DataFra
         .whenMatchedUpdate(condition=f"s.{OP} = 'upsert' AND NOT ({unchanged})", set=values)
         .whenNotMatchedInsert(condition=f"s.{OP} = 'upsert'", values=values)
     )
-    auto_cdc._idempotent_merge(spark, f"{spec.name}:target", batch_id, target_merge)
+    committed = auto_cdc._idempotent_merge(spark, f"{query_id}:{spec.name}:target", batch_id,
+                                           target_merge, target_path)
     journal_merge = (
         DeltaTable.forPath(spark, state_path).alias("t")
         .merge(fresh.alias("s"), merge_condition(spec, (SEQUENCE,)))
+        .whenMatchedUpdateAll()
         .whenNotMatchedInsertAll()
     )
-    auto_cdc._idempotent_merge(spark, f"{spec.name}:state", batch_id, journal_merge)
+    auto_cdc._idempotent_merge(spark, f"{query_id}:{spec.name}:state", batch_id, journal_merge,
+                               state_path)
+    return committed

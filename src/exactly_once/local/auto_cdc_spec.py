@@ -14,10 +14,11 @@ from pyspark.pipelines.graph_element_registry import get_active_graph_element_re
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-ColumnLike = str | Column
+from exactly_once.table_properties import TOMBSTONE_GC_THRESHOLD as TOMBSTONE_GC_PROPERTY
+from exactly_once.table_properties import tombstone_gc_seconds
 
-TOMBSTONE_GC_PROPERTY = "pipelines.cdc.tombstoneGCThresholdInSeconds"
-DEFAULT_TOMBSTONE_GC_SECONDS = 2 * 24 * 3600
+__all__ = ["TOMBSTONE_GC_PROPERTY", "AutoCdcSpec", "create_auto_cdc_flow"]
+ColumnLike = str | Column
 
 
 @dataclass(frozen=True)
@@ -40,8 +41,7 @@ class AutoCdcSpec:
 
     def tombstone_gc_seconds(self, properties: Mapping[str, str] | None = None) -> float:
         """Tombstone retention: the target's table property, else Databricks' default."""
-        value = {**self.target_properties, **(properties or {})}.get(TOMBSTONE_GC_PROPERTY)
-        return float(value) if value is not None else float(DEFAULT_TOMBSTONE_GC_SECONDS)
+        return tombstone_gc_seconds({**self.target_properties, **(properties or {})})
 
 
 def _expr(value: ColumnLike | None) -> Column | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
@@ -18,6 +19,7 @@ from exactly_once.local.auto_cdc_spec import AutoCdcSpec
 from exactly_once.local.expectations import failure_message
 from exactly_once.local.progress import FlowResult, Progress
 from exactly_once.local.warehouse import Warehouse
+from exactly_once.table_properties import TOMBSTONE_GC_NEVER_SECONDS
 
 
 class FlowError(RuntimeError):
@@ -95,6 +97,12 @@ def run_materialized_view(spark: SparkSession, flow_name: str, target: str, df: 
     return result
 
 
+def checkpoint_query_id(checkpoint: Path) -> str:
+    """The id Structured Streaming gave the query of this checkpoint (its `metadata` file):
+    the same across restarts, new when the checkpoint is new."""
+    return json.loads((checkpoint / "metadata").read_text().splitlines()[0])["id"]
+
+
 def run_auto_cdc_flow(spark: SparkSession, spec: AutoCdcSpec, source: DataFrame,
                       warehouse: Warehouse, progress: Progress,
                       table_properties: dict[str, str] | None = None) -> FlowResult:
@@ -113,23 +121,28 @@ def run_auto_cdc_flow(spark: SparkSession, spec: AutoCdcSpec, source: DataFrame,
                                properties={**spec.target_properties, **(table_properties or {})})
     scd.ensure_state_table(spark, spec, source, state_path)
     rejected_path = auto_cdc.rejected_rows_path(state_path)  # flow, batch_id, reason, record...
+    checkpoint = warehouse.checkpoint_path(spec.name)
+    gc_seconds = spec.tombstone_gc_seconds(table_properties)
+    if gc_seconds >= TOMBSTONE_GC_NEVER_SECONDS:
+        gc_seconds = None  # kept for good: no GC pass per batch
     totals = CdcBatchStats()
 
     def apply(batch: DataFrame, batch_id: int) -> None:
+        query_id = checkpoint_query_id(checkpoint)  # written before the first batch runs
         if scd is auto_cdc_scd2:
             stats = auto_cdc_scd2.apply_scd2_batch(spark, batch, batch_id, spec, target_path,
-                                                   state_path, rejected_path=rejected_path)
+                                                   state_path, query_id=query_id,
+                                                   rejected_path=rejected_path)
         else:
             stats = auto_cdc.apply_scd1_batch(
-                spark, batch, batch_id, spec, target_path, state_path,
-                rejected_path=rejected_path,
-                tombstone_gc_seconds=spec.tombstone_gc_seconds(table_properties))
+                spark, batch, batch_id, spec, target_path, state_path, query_id=query_id,
+                rejected_path=rejected_path, tombstone_gc_seconds=gc_seconds)
         totals.add(stats)
 
     query = (
         source.writeStream.queryName(spec.name)
         .foreachBatch(apply)
-        .option("checkpointLocation", str(warehouse.checkpoint_path(spec.name)))
+        .option("checkpointLocation", str(checkpoint))
         .trigger(availableNow=True)
         .start()
     )

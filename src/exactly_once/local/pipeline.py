@@ -2,23 +2,34 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from pyspark.sql import SparkSession
 
 from exactly_once.config import Settings
 from exactly_once.local.loader import load_graph, pipeline_files
+from exactly_once.local.lock import WarehouseLock
 from exactly_once.local.progress import Progress, UpdateResult
+from exactly_once.local.refresh import RefreshSelection
 from exactly_once.local.update import PipelineUpdate
 from exactly_once.local.warehouse import Warehouse
 from exactly_once.paths import PIPELINES_DIR
 
 
 def run_pipeline(spark: SparkSession, settings: Settings, warehouse: Path,
-                 full_refresh: bool = False, progress: Progress | None = None,
-                 pipelines_dir: Path = PIPELINES_DIR) -> UpdateResult:
-    """Run one triggered update of the pipeline files in `pipelines_dir` into `warehouse`."""
+                 full_refresh: bool | Sequence[str] = False, progress: Progress | None = None,
+                 pipelines_dir: Path = PIPELINES_DIR, refresh: Sequence[str] = ()) \
+        -> UpdateResult:
+    """Run one triggered update of the pipeline files in `pipelines_dir` into `warehouse`.
+
+    `full_refresh`: True resets every table that allows it (--full-refresh-all), a list of
+    names resets those (--full-refresh T ...); `refresh`: update only these tables. Holds the
+    warehouse's lock throughout: a second concurrent update fails with WarehouseLockedError.
+    """
+    selection = RefreshSelection.of(full_refresh, refresh)
     for key, value in settings.to_conf().items():
         spark.conf.set(key, value)  # what the bundle's pipeline `configuration` does on Databricks
-    graph = load_graph(spark, pipeline_files(pipelines_dir))
-    return PipelineUpdate(spark, graph, Warehouse(warehouse), progress).run(full_refresh)
+    with WarehouseLock(warehouse):
+        graph = load_graph(spark, pipeline_files(pipelines_dir))
+        return PipelineUpdate(spark, graph, Warehouse(warehouse), progress).run(selection)

@@ -91,7 +91,7 @@ class Progress:
             f"  duplicates dropped (silver) {result.total('duplicates_dropped'):>10,}",
             f"  past watermark (silver)     {result.total('late_rows_dropped'):>10,}",
             f"  stale changes ignored       {result.total('cdc_stale'):>10,}",
-            f"  late events kept aside      {result.flow_output(late):>10,}",
+            f"  late events kept aside      {result.table_rows.get(late, 0):>10,}",
             "  rows per table:",
             *[f"    {name:<24} {rows:>10,}" for name, rows in result.table_rows.items()],
         ]

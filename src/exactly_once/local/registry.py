@@ -10,6 +10,7 @@ from pyspark.pipelines.graph_element_registry import GraphElementRegistry
 from pyspark.pipelines.output import MaterializedView, Output, StreamingTable, Table, TemporaryView
 
 from exactly_once.local.auto_cdc_spec import AutoCdcSpec
+from exactly_once.table_properties import TOMBSTONE_GC_NEVER_SECONDS, tombstone_gc_seconds
 
 
 class GraphError(ValueError):
@@ -48,6 +49,9 @@ class PipelineGraph(GraphElementRegistry):
     def is_materialized_view(self, name: str) -> bool:
         return isinstance(self.outputs.get(name), MaterializedView)
 
+    def table_properties(self, name: str) -> dict[str, str]:
+        return dict(getattr(self.outputs.get(name), "table_properties", None) or {})
+
     def flows_into(self, name: str) -> list[Flow | AutoCdcSpec]:
         return [f for f in [*self.flows, *self.auto_cdc_flows] if f.target == name]
 
@@ -62,3 +66,19 @@ class PipelineGraph(GraphElementRegistry):
         for name in self.outputs:
             if not self.flows_into(name):
                 raise GraphError(f"dataset `{name}` has no flow")
+        self._validate_tombstones()
+
+    def _validate_tombstones(self) -> None:
+        """An SCD2 journal keeps every delete; an SCD1 table over the same changes whose
+        tombstones expire would disagree with it once an older event arrives after expiry."""
+        scd2 = {(s.source, s.keys): s for s in self.auto_cdc_flows if s.stored_as_scd_type == 2}
+        for spec in self.auto_cdc_flows:
+            history = scd2.get((spec.source, spec.keys))
+            seconds = tombstone_gc_seconds(self.table_properties(spec.target))
+            if spec.stored_as_scd_type == 1 and history and seconds < TOMBSTONE_GC_NEVER_SECONDS:
+                raise GraphError(
+                    f"`{spec.target}` expires tombstones after {seconds:g} s "
+                    "(pipelines.cdc.tombstoneGCThresholdInSeconds) but the SCD2 table "
+                    f"`{history.target}` over the same changes keeps every delete: they would "
+                    "disagree once an older event arrives after expiry; keep the tombstones "
+                    "(exactly_once.table_properties.TOMBSTONES_KEPT)")

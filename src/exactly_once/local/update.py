@@ -2,7 +2,8 @@
 
 Order comes from the reads themselves: when a flow's query reads a dataset of the pipeline, that
 dataset is updated first (see `reads.py`), so each flow sees its inputs complete for this update.
-Temporary views are not stored; a read of one returns its query.
+Temporary views are not stored; a read of one returns its query. A refresh selection
+(`refresh.py`) limits the update to some tables: the others are read as they are.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from exactly_once.local.auto_cdc_spec import AutoCdcSpec
 from exactly_once.local.expectations import ObservedExpectations, apply_expectations, declared
 from exactly_once.local.progress import FlowResult, Progress, UpdateResult
 from exactly_once.local.reads import resolved_reads
+from exactly_once.local.refresh import RefreshSelection, plan_refresh
 from exactly_once.local.registry import GraphError, PipelineGraph
 from exactly_once.local.warehouse import Warehouse
 
@@ -34,17 +36,19 @@ class PipelineUpdate:
         # may update upstream datasets, and so run other flows, while they build their query).
         self._observed: list[ObservedExpectations] = []
 
-    def run(self, full_refresh: bool = False) -> UpdateResult:
+    def run(self, selection: RefreshSelection | None = None) -> UpdateResult:
         started = time.monotonic()
         tables = [t.name for t in self.graph.tables()]
-        if full_refresh:
-            self.warehouse.reset(self.spark, tables)
+        plan = plan_refresh(self.graph, selection or RefreshSelection())
+        self.warehouse.reset(self.spark, {name: [f.name for f in self.graph.flows_into(name)]
+                                          for name in plan.reset})
         for name in tables:
             if self.warehouse.has_table(name):
                 self.warehouse.register(self.spark, name)
+        self._updated.update(set(tables) - set(plan.update))  # read as they are
         try:
             with resolved_reads(self._resolve):
-                for name in tables:
+                for name in plan.update:
                     self._update(name)
         finally:  # one flow_progress row per flow that ran, failed ones included
             event_log.append(self.spark, self.warehouse.root, self.result.flows, self.update_id)
@@ -100,7 +104,8 @@ class PipelineUpdate:
         def run():
             if isinstance(flow, AutoCdcSpec):
                 return flows.run_auto_cdc_flow(self.spark, flow, df, self.warehouse,
-                                               self.progress)
+                                               self.progress,
+                                               self.graph.table_properties(flow.target))
             runner = flows.run_materialized_view if kind == "materialized_view" \
                 else flows.run_append_flow
             return runner(self.spark, flow.name, flow.target, df, self.warehouse, self.progress)

@@ -3,6 +3,7 @@
     <warehouse>/<table>/                      each dataset, readable by any Delta reader
     <warehouse>/_pipeline/checkpoints/<flow>/ streaming checkpoints (what was already processed)
     <warehouse>/_pipeline/auto_cdc/<target>/  AUTO CDC key state: newest sequence and tombstones
+    <warehouse>/_pipeline/lock                the update lock (see lock.py)
 """
 
 from __future__ import annotations
@@ -59,9 +60,15 @@ class Warehouse:
         builder.execute()
         self.register(spark, name)
 
-    def reset(self, spark: SparkSession, tables: list[str]) -> None:
-        """Full refresh: drop the tables and all pipeline state (checkpoints, AUTO CDC state)."""
-        for name in tables:
+    def lock_path(self) -> Path:
+        return self.root / PIPELINE_DIR / "lock"
+
+    def reset(self, spark: SparkSession, tables: dict[str, list[str]]) -> None:
+        """Full refresh of `tables` (table -> the flows writing it): drop each table with the
+        flows' checkpoints and its AUTO CDC state. Other tables and their state stay."""
+        for name, flows in tables.items():
             spark.sql(f"DROP TABLE IF EXISTS `{name}`")
-            shutil.rmtree(self.table_path(name), ignore_errors=True)
-        shutil.rmtree(self.root / PIPELINE_DIR, ignore_errors=True)
+            state = self.auto_cdc_state_path(name)
+            for path in [self.table_path(name), state, state.with_name(f"{state.name}__rejected"),
+                         *(self.checkpoint_path(flow) for flow in flows)]:
+                shutil.rmtree(path, ignore_errors=True)

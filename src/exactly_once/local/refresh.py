@@ -1,0 +1,67 @@
+"""Which tables an update refreshes and which it resets, as `databricks bundle run` selects them.
+
+    (nothing)               every table updated incrementally
+    --refresh T ...         only the tables named, incrementally; the others are read as they are
+    --full-refresh T ...    the tables named are reset (data, checkpoints, AUTO CDC state) and
+                            recomputed; with --refresh, both sets are updated
+    --full-refresh-all      every table reset and recomputed, except the protected ones
+
+A table with `pipelines.reset.allowed = false` is protected: `--full-refresh-all` updates it
+incrementally instead, and naming it in `--full-refresh` is an error, as on Databricks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from exactly_once.local.registry import GraphError, PipelineGraph
+from exactly_once.table_properties import RESET_ALLOWED, reset_allowed
+
+
+class RefreshError(GraphError):
+    """A refresh names a table the pipeline does not have, or one it must not reset."""
+
+
+@dataclass(frozen=True)
+class RefreshSelection:
+    refresh: tuple[str, ...] = ()
+    full_refresh: tuple[str, ...] = ()
+    full_refresh_all: bool = False
+
+    @classmethod
+    def of(cls, full_refresh: bool | Sequence[str] = False,
+           refresh: Sequence[str] = ()) -> RefreshSelection:
+        """`full_refresh=True` is --full-refresh-all; a list of names is --full-refresh T ..."""
+        if isinstance(full_refresh, bool):
+            return cls(refresh=tuple(refresh), full_refresh_all=full_refresh)
+        return cls(refresh=tuple(refresh), full_refresh=tuple(full_refresh))
+
+
+@dataclass(frozen=True)
+class RefreshPlan:
+    update: list[str]  # in the graph's order
+    reset: list[str]
+
+
+def plan_refresh(graph: PipelineGraph, selection: RefreshSelection) -> RefreshPlan:
+    tables = [t.name for t in graph.tables()]
+    if selection.full_refresh_all and (selection.refresh or selection.full_refresh):
+        raise RefreshError("--full-refresh-all cannot be combined with --refresh or "
+                           "--full-refresh")
+    for name in [*selection.refresh, *selection.full_refresh]:
+        if name not in tables:
+            raise RefreshError(f"unknown table `{name}`; the pipeline's tables are "
+                               f"{', '.join(tables)}")
+    for name in selection.full_refresh:
+        if not reset_allowed(graph.table_properties(name)):
+            raise RefreshError(f"`{name}` is protected ({RESET_ALLOWED} = false): a full refresh "
+                               "would erase what Kafka no longer holds; use --refresh instead")
+    if selection.full_refresh_all:
+        return RefreshPlan(update=tables, reset=[
+            t for t in tables if reset_allowed(graph.table_properties(t))])
+    if selection.refresh or selection.full_refresh:
+        chosen = {*selection.refresh, *selection.full_refresh}
+        return RefreshPlan(update=[t for t in tables if t in chosen],
+                           reset=[t for t in tables if t in selection.full_refresh])
+    return RefreshPlan(update=tables, reset=[])
