@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from decimal import Decimal, InvalidOperation
 
 ORDER_TYPES = {"order_created", "order_updated", "order_cancelled", "order_deleted"}
@@ -25,6 +25,11 @@ class Delivered:
     offset: int
     key: str | None
     payload: str | None
+    timestamp_ms: int | None = None  # the record's Kafka timestamp; None: unknown
+
+
+# conf/base.yml: topics.player_rewards.max_event_age
+MAX_EVENT_AGE = timedelta(days=30)
 
 
 def _timestamp(value) -> datetime | None:
@@ -196,13 +201,37 @@ def order_history(records: list[Delivered], topic: str = "orders",
     return versions
 
 
-def xp_ledger(records: list[Delivered], topic: str = "player-rewards") -> dict[str, dict]:
-    """The processed-messages ledger: each valid grant once per event_id (none is older than
-    max_event_age here: the model does not cover late_events)."""
+def arrived_in_time(record: Delivered, event: dict, max_age: timedelta = MAX_EVENT_AGE) -> bool:
+    """The broker received it at most `max_age` after it occurred, by the record's Kafka
+    timestamp: a fact of the log, whatever day the pipeline runs."""
+    if record.timestamp_ms is None:
+        return True
+    received = datetime.fromtimestamp(record.timestamp_ms / 1000, tz=timezone.utc)
+    return _timestamp(event["occurred_at"]) >= received - max_age
+
+
+def xp_ledger(records: list[Delivered], topic: str = "player-rewards",
+              max_age: timedelta = MAX_EVENT_AGE) -> dict[str, dict]:
+    """The processed-messages ledger: each valid grant once per event_id, if any delivery of it
+    arrived in time (a copy of an applied grant adds nothing, however late)."""
     ledger = {}
-    for _, event in _valid_deliveries(records, topic, "player_id"):
-        ledger.setdefault(event["event_id"], event)
+    for record, event in _valid_deliveries(records, topic, "player_id"):
+        if arrived_in_time(record, event, max_age):
+            ledger.setdefault(event["event_id"], event)
     return ledger
+
+
+def late_events(records: list[Delivered], topic: str = "player-rewards",
+                max_age: timedelta = MAX_EVENT_AGE) -> dict[str, int]:
+    """event_id -> Kafka timestamp (ms) of the latest late delivery, for every valid grant that
+    arrived too late each time it was delivered: never applied, kept for a person."""
+    applied = xp_ledger(records, topic, max_age)
+    late: dict[str, tuple] = {}
+    for record, event in _valid_deliveries(records, topic, "player_id"):
+        if event["event_id"] not in applied:
+            position = (record.timestamp_ms, record.partition, record.offset)
+            late[event["event_id"]] = max(late.get(event["event_id"], position), position)
+    return {event_id: position[0] for event_id, position in late.items()}
 
 
 def xp_totals(ledger: dict[str, dict]) -> dict[str, tuple[int, int]]:

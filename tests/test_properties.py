@@ -1,9 +1,14 @@
 """Property-based: random event streams through the real pipeline, every table against the model.
 
 Hypothesis builds a small stream of both topics (order lifecycles with deletes, equal-sequence
-ties, exact redeliveries, reordering, late event times, malformed records, XP grants), Kafka
-assigns offsets, the deliveries are cut into 1-3 runs (one kcat file and one pipeline update
-each), and every table is compared with tests/reference.py. docs/testing.md has the details.
+ties, exact redeliveries, reordering, late event times, events and deliveries older than
+max_event_age by their Kafka timestamps, malformed records, XP grants), Kafka assigns offsets
+and timestamps, the deliveries are cut into 1-3 runs, and the same log is fed to the pipeline
+six ways: one update per run (every table checked against tests/reference.py), (a) all at once,
+(b) through a real broker in micro-batches of a few offsets over the runs' updates, (c) with a
+full refresh before the last update, (d) with one AUTO CDC checkpoint deleted before it, and
+(e) shifted 120 days into the past (the pipeline's clock months ahead of the log). The gold
+tables must be identical in all of them and equal to the model. docs/testing.md has details.
 
 CI runs the hand-written stream `RICH` (an @example) and 1 generated stream, derandomized, so
 always the same ones. EXACTLY_ONCE_PROPERTY_EXAMPLES=N runs N generated streams and makes them
@@ -16,11 +21,14 @@ import json
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, Phase, example, given, note, settings
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
@@ -28,6 +36,7 @@ from reference import (
     Delivered,
     current_orders,
     distinct_order_events,
+    late_events,
     order_history,
     quarantined_offsets,
     silver_event_ids,
@@ -37,7 +46,9 @@ from reference import (
 )
 
 from exactly_once.config import load_settings
+from exactly_once.kafka.broker import ensure_topics
 from exactly_once.kafka.kcat import KafkaRecord, write_kcat_jsonl
+from exactly_once.kafka.producer import produce_records
 from exactly_once.local.auto_cdc import SEQUENCE
 from exactly_once.local.pipeline import run_pipeline
 
@@ -52,6 +63,16 @@ WATERMARK = timedelta(minutes=10)  # conf/base.yml: topics.*.watermark_delay
 # multiple of 7 seconds, so no two events are exactly the watermark delay (600 s) apart and no
 # row sits exactly at the watermark (the model does not decide that case).
 BASE = datetime.now(timezone.utc).replace(microsecond=0) - timedelta(hours=2)
+# Kafka timestamps: the broker receives the i-th delivery at LOG_START + i seconds (after every
+# recent event), or, for a delivery drawn as `late_by_log`, LATE_BY_LOG after that: past
+# max_event_age (30 days), as a producer that re-sends a week-old backlog a month later.
+# "Ancient" events happened 45 days before BASE: every delivery of them is past max_event_age.
+LOG_START = BASE + timedelta(minutes=10)
+LATE_BY_LOG = timedelta(days=35)
+ANCIENT = -45 * 24 * 3600
+SHIFT = timedelta(days=120)  # variant (e): the whole log this much older
+GOLD = ("orders", "orders_history", "player_xp_ledger", "player_xp", "late_events")
+AUTO_CDC_FLOWS = ("orders", "orders_history", "player_xp_ledger", "late_events")
 
 MALFORMED = "malformed_json"  # a value that is not a JSON object fails only this check
 STATUSES = ["created", "paid", "shipped"]
@@ -65,6 +86,7 @@ class Event:
     key: str | None
     payload: str
     breaks: str | None = None  # for a malformed record: a rule (or parse check) it must fail
+    late_by_log: bool = False  # the broker received it LATE_BY_LOG after the rest
 
 
 def at(seconds: int) -> str:
@@ -73,8 +95,11 @@ def at(seconds: int) -> str:
 
 @st.composite
 def event_time(draw) -> str:
-    if draw(st.integers(0, 5)) == 0:  # one in six is late
+    kind = draw(st.integers(0, 11))
+    if kind < 2:  # one in six is late
         return at(-1800 - 7 * draw(st.integers(0, 250)))
+    if kind == 2:  # one in twelve is older than max_event_age when any broker receives it
+        return at(ANCIENT - 7 * draw(st.integers(0, 250)))
     return at(draw(st.integers(0, 300)))
 
 
@@ -174,6 +199,9 @@ def corrupt(draw, event: Event) -> Event:
 class Stream:
     runs: list[list[Delivered]]
     breaks: dict[tuple[str, int], str]  # (topic, offset) of a malformed record -> a rule it fails
+    # How variants (b) and (d) feed it: the broker's micro-batch size, the checkpoint deleted.
+    max_offsets_per_trigger: int = 2
+    reset_flow: str = "late_events"
 
     @property
     def deliveries(self) -> list[Delivered]:
@@ -196,20 +224,30 @@ def streams(draw) -> Stream:
     events += draw(st.lists(st.sampled_from(originals), max_size=5))  # exact redeliveries
     events += [corrupt(draw, draw(st.sampled_from(originals)))
                for _ in range(draw(st.integers(0, 3)))]
+    # One delivery in eight reaches the broker LATE_BY_LOG later: a first delivery that is too
+    # late, or a redelivery of a grant that was applied in time.
+    events = [replace(e, late_by_log=draw(st.integers(0, 7)) == 0) for e in events]
     events = draw(st.permutations(events))  # any arrival order
     cuts = sorted(draw(st.sets(st.integers(1, len(events) - 1), max_size=2)))
     bounds = [0, *cuts, len(events)]
-    return as_stream([events[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)])
+    return replace(as_stream([events[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]),
+                   max_offsets_per_trigger=draw(st.integers(1, 4)),
+                   reset_flow=draw(st.sampled_from(AUTO_CDC_FLOWS)))
 
 
 def as_stream(runs: list[list[Event]]) -> Stream:
-    """Kafka assigns the offsets, per topic, in arrival order (one partition)."""
+    """Kafka assigns the offsets, per topic, in arrival order (one partition), and timestamps."""
     next_offset = {ORDERS: 0, REWARDS: 0}
     delivered, breaks = [], {}
+    arrival = 0
     for run in runs:
         delivered.append([])
         for e in run:
-            delivered[-1].append(Delivered(e.topic, 0, next_offset[e.topic], e.key, e.payload))
+            received = LOG_START + timedelta(seconds=arrival) + (
+                LATE_BY_LOG if e.late_by_log else timedelta())
+            arrival += 1
+            delivered[-1].append(Delivered(e.topic, 0, next_offset[e.topic], e.key, e.payload,
+                                           int(received.timestamp() * 1000)))
             if e.breaks:
                 breaks[(e.topic, next_offset[e.topic])] = e.breaks
             next_offset[e.topic] += 1
@@ -226,17 +264,18 @@ def order(event_id: str, order_id: str, sequence: int, status: str = "paid",
     return Event(ORDERS, order_id, json.dumps(payload))
 
 
-def grant(event_id: str, player_id: str, xp, seconds: int = 0, breaks: str | None = None) \
-        -> Event:
+def grant(event_id: str, player_id: str, xp, seconds: int = 0, breaks: str | None = None,
+          late_by_log: bool = False) -> Event:
     return Event(REWARDS, player_id, json.dumps({
         "event_id": event_id, "event_type": "xp_granted", "player_id": player_id, "xp": xp,
-        "reason": "quest", "occurred_at": at(seconds)}), breaks)
+        "reason": "quest", "occurred_at": at(seconds)}), breaks, late_by_log)
 
 
 # One hand-written stream that CI always runs: every case of the generator in two updates.
 O1_2 = order("o1-2", "o1", 2, customer_id="c2", seconds=-1800)  # late: after the watermark
 O2_TIE_A = order("o2-2", "o2", 2, status="paid", seconds=20)
 P1_G1 = grant("p1-g1", "p1", 10, seconds=3)
+P3_G1 = grant("p3-g1", "p3", 8, seconds=9)
 RICH = as_stream([
     [order("o1-1", "o1", 1, event_type="order_created", seconds=10),
      order("o1-3", "o1", 3, status="shipped", seconds=30),  # before o1-2: out of order
@@ -254,7 +293,9 @@ RICH = as_stream([
      P1_G1,
      grant("p1-g2", "p1", 5, seconds=4),
      grant("p2-g1", "p2", 0, seconds=6, breaks="positive_xp"),
-     grant("p2-g2", "p2", 3, seconds=7)],
+     grant("p2-g2", "p2", 3, seconds=7),
+     grant("p3-old", "p3", 100, seconds=ANCIENT),  # older than max_event_age: late_events
+     replace(P3_G1, late_by_log=True)],  # its first delivery is too late: late_events, for now
     [O1_2,  # fills the gap between o1-1 and o1-3; same status and amount as o1-1
      O2_TIE_A,  # the tie's loser redelivered at a later offset: still loses, nothing changes
      order("o3-1", "o3", 1, event_type="order_created", seconds=1),  # older than the delete
@@ -262,22 +303,103 @@ RICH = as_stream([
      order("o1-1", "o1", 1, event_type="order_created", seconds=10),  # exact redelivery
      Event(REWARDS, None, P1_G1.payload, "has_key"),
      P1_G1,  # a redelivery in the next update: silver's state and the ledger both drop it
-     grant("p2-g3", "p2", 4, seconds=-1900)],  # late: dropped by silver, applied by the ledger
+     grant("p2-g3", "p2", 4, seconds=-1900),  # late: dropped by silver, applied by the ledger
+     P3_G1,  # a delivery in time after the late one: applied, and no longer a late event
+     replace(P1_G1, late_by_log=True)],  # an applied grant redelivered too late: nothing
 ])
 
 
-def kafka_records(run: list[Delivered]) -> list[KafkaRecord]:
-    return [KafkaRecord(d.topic, d.key, d.payload, partition=d.partition, offset=d.offset,
-                        timestamp_ms=0) for d in run]
+def kafka_records(run: list[Delivered], topics: dict[str, str] | None = None) \
+        -> list[KafkaRecord]:
+    """`topics` renames the model's topics (a broker variant gets topics of its own)."""
+    return [KafkaRecord((topics or {}).get(d.topic, d.topic), d.key, d.payload,
+                        partition=d.partition, offset=d.offset, timestamp_ms=d.timestamp_ms)
+            for d in run]
 
 
-def run_through_pipeline(spark, stream: Stream, root: Path) -> dict[str, list]:
+def run_updates(spark, runs: list[list[Delivered]], root: Path,
+                before_last: Callable[[Path], dict] | None = None) -> Path:
+    """One kcat file and one update per run; `before_last(warehouse)` may act on the warehouse
+    and returns run_pipeline options for the last update."""
     inbox, warehouse = root / "inbox", root / "warehouse"
-    inbox.mkdir()
+    inbox.mkdir(parents=True)
     conf = load_settings("local", overrides={"exactly_once.source": f"file:{inbox}/*.jsonl"})
-    for i, run in enumerate(stream.runs):
+    for i, run in enumerate(runs):
         write_kcat_jsonl(inbox / f"{i}.jsonl", kafka_records(run))
+        last = i == len(runs) - 1
+        run_pipeline(spark, conf, warehouse, **(before_last(warehouse) if before_last and last
+                                                else {}))
+    return warehouse
+
+
+def run_through_broker(spark, runs: list[list[Delivered]], root: Path, bootstrap: str,
+                       max_offsets_per_trigger: int) -> Path:
+    """The runs published to topics of their own (one partition: the offsets the model gave
+    them, with their timestamps as CreateTime), one update after each, in micro-batches of at
+    most `max_offsets_per_trigger` offsets."""
+    suffix = uuid.uuid4().hex[:8]
+    topics = {ORDERS: f"prop-orders-{suffix}", REWARDS: f"prop-rewards-{suffix}"}
+    ensure_topics(bootstrap, dict.fromkeys(topics.values(), 1))
+    conf = load_settings("local", overrides={
+        "exactly_once.source": "kafka", "exactly_once.kafka.bootstrap_servers": bootstrap,
+        "exactly_once.kafka.max_offsets_per_trigger": str(max_offsets_per_trigger),
+        "exactly_once.topics.orders.topic": topics[ORDERS],
+        "exactly_once.topics.player_rewards.topic": topics[REWARDS]})
+    warehouse = root / "warehouse"
+    for run in runs:
+        produce_records(bootstrap, kafka_records(run, topics))
         run_pipeline(spark, conf, warehouse)
+    return warehouse
+
+
+def shifted(runs: list[list[Delivered]], by: timedelta) -> list[list[Delivered]]:
+    """The same log, every event time and Kafka timestamp moved by `by`."""
+    def move(d: Delivered) -> Delivered:
+        try:
+            payload = json.loads(d.payload)
+            moment = datetime.fromisoformat(payload["occurred_at"].replace("Z", "+00:00"))
+            payload["occurred_at"] = (moment + by).isoformat().replace("+00:00", "Z")
+            text = json.dumps(payload)
+        except (ValueError, TypeError, KeyError, AttributeError):
+            text = d.payload  # not an event with a time: unchanged
+        return replace(d, payload=text,
+                       timestamp_ms=d.timestamp_ms + int(by.total_seconds() * 1000))
+    return [[move(d) for d in run] for run in runs]
+
+
+def canonical(spark, warehouse: Path, shift: timedelta = timedelta()) -> dict[str, list]:
+    """The gold tables as sorted plain values, times moved by `shift` (to undo a shifted log)."""
+    def plain(value):
+        if isinstance(value, datetime):
+            return value + shift
+        if isinstance(value, dict):
+            return {k: plain(v) for k, v in value.items()}
+        return value
+
+    tables = {}
+    for name in GOLD:
+        rows = []
+        for row in spark.read.format("delta").load(str(warehouse / name)).collect():
+            values = plain(row.asDict(recursive=True))
+            if "event" in values:  # late_events: the event as JSON text
+                event = json.loads(values["event"])
+                moment = datetime.fromisoformat(event["occurred_at"].replace("Z", "+00:00"))
+                event["occurred_at"] = (moment + shift).isoformat()
+                values["event"] = event
+            rows.append(values)
+        tables[name] = sorted(rows, key=repr)
+    return tables
+
+
+def at_least_two(runs: list[list[Delivered]]) -> list[list[Delivered]]:
+    """Variants that act between updates need two: a single run is cut in half."""
+    if len(runs) > 1:
+        return runs
+    half = len(runs[0]) // 2
+    return [runs[0][:half], runs[0][half:]]
+
+
+def read_tables(spark, warehouse: Path) -> dict[str, list]:
     tables = {name: spark.read.format("delta").load(str(warehouse / name)).collect()
               for name in ("bronze_kafka_events", "quarantine", "silver_orders",
                            "silver_player_rewards", "orders", "orders_history",
@@ -338,11 +460,14 @@ def assert_matches_model(tables: dict[str, list], stream: Stream) -> None:
         == sorted((i, e["player_id"], e["xp"]) for i, e in ledger.items()), "player_xp_ledger"
     assert {r["player_id"]: (r["total_xp"], r["xp_events"]) for r in tables["player_xp"]} \
         == xp_totals(ledger), "player_xp"
-    assert tables["late_events"] == [], "no grant is older than max_event_age"
+    assert {r["event_id"]: int(r["kafka_timestamp"].replace(tzinfo=timezone.utc).timestamp()
+                               * 1000) for r in tables["late_events"]} \
+        == late_events(delivered, REWARDS), "late_events"
 
 
 def describe(stream: Stream) -> str:
-    lines = []
+    lines = [f"max_offsets_per_trigger={stream.max_offsets_per_trigger}, "
+             f"checkpoint deleted: {stream.reset_flow}"]
     for i, run in enumerate(stream.runs):
         lines.append(f"run {i}:")
         lines += [f"  {d.topic}@{d.offset} key={d.key} "
@@ -355,13 +480,40 @@ def describe(stream: Stream) -> str:
           database=None, phases=[Phase.explicit, Phase.generate],  # no shrinking: Spark is slow
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                  HealthCheck.data_too_large])
+@pytest.mark.kafka
 @given(stream=streams())
 @example(stream=RICH)
-def test_the_pipeline_matches_the_reference_model(spark, stream):
+def test_gold_is_a_pure_function_of_the_log(spark, kafka_broker, stream):
     note(describe(stream))
+    batch_size, reset_flow = stream.max_offsets_per_trigger, stream.reset_flow
     root = Path(tempfile.mkdtemp(prefix="exactly-once-property-"))
     try:
-        assert_matches_model(run_through_pipeline(spark, stream, root), stream)
+        # One update per run: every table, silver and quarantine included, against the model.
+        updates = run_updates(spark, stream.runs, root / "updates")
+        assert_matches_model(read_tables(spark, updates), stream)
+        expected = canonical(spark, updates)
+
+        def delete_checkpoint(warehouse: Path) -> dict:
+            shutil.rmtree(warehouse / "_pipeline" / "checkpoints" / reset_flow)
+            return {}
+
+        variants = {
+            "(a) all at once": canonical(spark, run_updates(
+                spark, [stream.deliveries], root / "once")),
+            f"(b) broker, micro-batches of {batch_size}": canonical(spark, run_through_broker(
+                spark, stream.runs, root / "broker", kafka_broker.bootstrap, batch_size)),
+            "(c) full refresh before the last update": canonical(spark, run_updates(
+                spark, at_least_two(stream.runs), root / "refresh",
+                lambda _: {"full_refresh": True})),
+            f"(d) checkpoint of {reset_flow} deleted": canonical(spark, run_updates(
+                spark, at_least_two(stream.runs), root / "checkpoint", delete_checkpoint)),
+            "(e) the log 120 days older": canonical(spark, run_updates(
+                spark, [[d for run in shifted(stream.runs, -SHIFT) for d in run]],
+                root / "shifted"), shift=SHIFT),
+        }
+        for variant, tables in variants.items():
+            for name in GOLD:
+                assert tables[name] == expected[name], f"{variant}: {name}"
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
