@@ -112,6 +112,9 @@ def test_null_keys_and_sequences_are_rejected_with_a_reason_not_merged(tables, s
         ("cdc", 0, "null key (id)", "x"), ("cdc", 0, "null sequence", "half"),
         ("cdc", 0, "null sequence", "y")]
     assert rejected.where("rejected_at IS NULL").count() == 0
+    # Every field, NULLs included: the row rejected for its NULL key shows the key as null.
+    (null_key,) = [json.loads(r.record) for r in rejected.collect() if "key" in r.reason]
+    assert null_key == {"id": None, "seq": 1, "kind": "upsert", "value": "x", "off": 0}
 
 
 def test_ignore_null_updates_keeps_the_values_nulls_would_erase(spark, tmp_path):
