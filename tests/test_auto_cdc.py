@@ -11,7 +11,8 @@ from pyspark.sql import functions as F
 
 from exactly_once.local import auto_cdc
 from exactly_once.local.auto_cdc import apply_scd1_batch, target_schema
-from exactly_once.local.auto_cdc_spec import TOMBSTONE_GC_PROPERTY, AutoCdcSpec
+from exactly_once.local.auto_cdc_spec import AutoCdcSpec
+from exactly_once.table_properties import TOMBSTONE_GC_THRESHOLD as TOMBSTONE_GC_PROPERTY
 
 SCHEMA = "id STRING, seq BIGINT, kind STRING, value STRING, off BIGINT"
 

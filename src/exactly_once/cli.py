@@ -146,8 +146,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     spark = build_session(args.warehouse, log_level="OFF")
     try:
         result = run_pipeline(spark, settings, args.warehouse,
-                              full_refresh=args.full_refresh_all or args.full_refresh,
-                              refresh=args.refresh, progress=progress)
+                              full_refresh=args.full_refresh_all or _flat(args.full_refresh),
+                              refresh=_flat(args.refresh), progress=progress)
     finally:
         spark.stop()
     print(progress.summary(result, bronze="bronze_kafka_events", quarantine="quarantine",
@@ -233,6 +233,11 @@ def _tables(text: str) -> list[str]:
     return names
 
 
+def _flat(groups: list[list[str]]) -> list[str]:
+    """`--refresh a,b c` -> [[a, b], [c]] -> [a, b, c]."""
+    return [name for group in groups for name in group]
+
+
 def _source(text: str) -> str:
     if text != "kafka" and not (text.startswith("file:") and len(text) > 5):
         raise argparse.ArgumentTypeError("source is `kafka` or `file:PATH`")
@@ -314,10 +319,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if getattr(args, "full_refresh_all", False) and (args.refresh or args.full_refresh):
         parser.error("--full-refresh-all cannot be combined with --refresh or --full-refresh")
-    for name in ("refresh", "full_refresh"):  # `--refresh a,b c` -> [a, b, c]
-        if hasattr(args, name):
-            setattr(args, name, [t for group in getattr(args, name) for t in
-                                 (group if isinstance(group, list) else [group])])
     if getattr(args, "seed", 0) is None:
         args.seed = time.time_ns() % 2**31
     if getattr(args, "start", 0) is None:

@@ -14,10 +14,8 @@ from pyspark.pipelines.graph_element_registry import get_active_graph_element_re
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from exactly_once.table_properties import TOMBSTONE_GC_THRESHOLD as TOMBSTONE_GC_PROPERTY
 from exactly_once.table_properties import tombstone_gc_seconds
 
-__all__ = ["TOMBSTONE_GC_PROPERTY", "AutoCdcSpec", "create_auto_cdc_flow"]
 ColumnLike = str | Column
 
 

@@ -2,8 +2,8 @@
 
 The lock is `flock` on `<warehouse>/_pipeline/lock`, which records the holder's pid, host and
 start time. The kernel releases a flock when its process dies, however it dies, so a lock left
-by a killed run is taken over by the next one (which says so); a live holder makes a second run
-fail at once with `WarehouseLockedError` naming it. `flock` is local to one host: a warehouse on
+by a killed run is taken over by the next one; a live holder makes a second run fail at once
+with `WarehouseLockedError` naming it. `flock` is local to one host: a warehouse on
 a network filesystem shared by several hosts needs a lock of that filesystem's own.
 """
 
@@ -17,6 +17,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO
 
+from exactly_once.local.warehouse import Warehouse
+
 
 class WarehouseLockedError(RuntimeError):
     """Another update holds the warehouse."""
@@ -24,8 +26,8 @@ class WarehouseLockedError(RuntimeError):
 
 class WarehouseLock:
     def __init__(self, warehouse: Path):
-        self.path = Path(warehouse) / "_pipeline" / "lock"
-        self.taken_over_from: dict | None = None  # the dead holder, when the lock was stale
+        self.warehouse = Path(warehouse)
+        self.path = Warehouse(self.warehouse).lock_path()
         self._file: IO[str] | None = None
 
     def __enter__(self) -> WarehouseLock:
@@ -37,12 +39,9 @@ class WarehouseLock:
             holder = _holder(lock)
             lock.close()
             raise WarehouseLockedError(
-                f"warehouse {self.path.parent.parent} is in use by an update of "
+                f"warehouse {self.warehouse} is in use by an update of "
                 f"pid {holder.get('pid', '?')} on {holder.get('host', '?')} since "
                 f"{holder.get('since', '?')}; wait for it to finish") from None
-        previous = _holder(lock)
-        if previous and previous.get("pid") != os.getpid():
-            self.taken_over_from = previous
         lock.seek(0)
         lock.truncate()
         lock.write(json.dumps({"pid": os.getpid(), "host": socket.gethostname(),

@@ -61,8 +61,8 @@ def decimal_pattern(precision: int, scale: int) -> str:
     return rf"^(0|[1-9][0-9]{{0,{precision - scale - 1}}})(\.[0-9]{{1,{scale}}})?\z"
 
 
-# Where each event came from, kept next to it: its Kafka coordinates (the offset also breaks
-# sequence ties) and when bronze ingested it (the arrival time lateness is measured against).
+# Where each event came from, kept next to it: its Kafka coordinates, the record's Kafka
+# timestamp (what lateness and clock skew are measured against) and when bronze ingested it.
 LINEAGE = ["kafka_partition", "kafka_offset", "kafka_timestamp", "ingested_at"]
 QUARANTINE_COLUMNS = ["source_topic", "kafka_topic", "kafka_partition", "kafka_offset",
                       "kafka_timestamp", "kafka_key", "value", "errors", "reason", "quarantined_at"]
