@@ -114,12 +114,13 @@ def merge_growth(spark: SparkSession, batch_rows: int, work: Path) -> None:
             F.lit("v").alias("value"))
         spark.createDataFrame([], target_schema(spec, existing)).write.format("delta").save(target)
         spark.createDataFrame([], state_schema(spec, existing)).write.format("delta").save(state)
-        apply_scd1_batch(spark, existing, 0, spec, target, state)  # load the target, untimed
+        apply_scd1_batch(spark, existing, 0, spec, target, state,
+                         query_id="bench")  # load the target, untimed
         batch = spark.range(batch_rows).select(  # half updates of existing keys, half new keys
             (F.col("id") * 2).cast("string").alias("id"), F.lit(2).cast("bigint").alias("seq"),
             F.lit("w").alias("value"))
         started = time.monotonic()
-        apply_scd1_batch(spark, batch, 1, spec, target, state)
+        apply_scd1_batch(spark, batch, 1, spec, target, state, query_id="bench")
         print(f"AUTO CDC MERGE of {batch_rows:,} changes into {batch_rows * factor:,} rows "
               f"({factor}x): {time.monotonic() - started:.1f}s")
 
