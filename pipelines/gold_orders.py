@@ -1,8 +1,7 @@
 """Gold orders: current state per order (SCD1), newest sequence wins, deletes applied.
 
-The source is every valid delivery (`checked_orders`), not the watermark-deduplicated silver
-table: a genuinely new event that arrives after the watermark must still apply, and the sequence
-guard already makes redeliveries harmless (they are never newer than what they repeat).
+Reads silver. A redelivery that outlived silver's watermark is harmless here: the sequence guard
+ignores it (it is never newer than what it repeats).
 """
 
 from pyspark import pipelines as dp
@@ -20,7 +19,7 @@ dp.create_streaming_table(name="orders", comment="Current state of each order.",
 
 dp.create_auto_cdc_flow(
     target="orders",
-    source="checked_orders",
+    source="silver_orders",
     keys=[orders.key],
     sequence_by=F.struct(*orders.sequence_by),
     apply_as_deletes=F.col("event_type").isin(*orders.delete_event_types),

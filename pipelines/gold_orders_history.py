@@ -21,7 +21,7 @@ dp.create_streaming_table(name="orders_history",
 
 dp.create_auto_cdc_flow(
     target="orders_history",
-    source="checked_orders",
+    source="silver_orders",
     keys=[orders.key],
     sequence_by=F.struct(*orders.sequence_by),
     apply_as_deletes=F.col("event_type").isin(*orders.delete_event_types),

@@ -12,24 +12,24 @@ from pyspark import pipelines as dp
 from pyspark.sql import functions as F
 
 from exactly_once.config import pipeline_settings
-from exactly_once.table_properties import KEPT_THROUGH_FULL_REFRESH
-from exactly_once.transforms.gold import within_max_age
-from exactly_once.transforms.silver import LINEAGE
+from exactly_once.table_properties import INCREMENTAL_VIEW_SOURCE, KEPT_THROUGH_FULL_REFRESH
+from exactly_once.transforms.gold import in_time_grants
+from exactly_once.transforms.silver import ARRIVED_LATE, LINEAGE
 
 rewards = pipeline_settings(spark).topic("player_rewards")
 
 
-@dp.temporary_view(name="xp_grants_in_time", comment="Valid XP grants within max_event_age.")
+@dp.temporary_view(name="xp_grants_in_time", comment="Silver's XP grants within max_event_age.")
 def xp_grants_in_time():
-    return within_max_age(spark.readStream.table("checked_player_rewards"),
-                          rewards.max_event_age)
+    return in_time_grants(spark.readStream.table("silver_player_rewards"))
 
 
 dp.create_streaming_table(
     name="player_xp_ledger",
     comment="Every applied XP grant once: the processed event IDs and the effect they guard.",
     # The only record of grants older than Kafka's retention: a full refresh must not erase it.
-    table_properties=KEPT_THROUGH_FULL_REFRESH,
+    # `player_xp` sums it: row tracking lets Databricks refresh those totals incrementally.
+    table_properties={**KEPT_THROUGH_FULL_REFRESH, **INCREMENTAL_VIEW_SOURCE},
 )
 
 dp.create_auto_cdc_flow(
@@ -37,6 +37,6 @@ dp.create_auto_cdc_flow(
     source="xp_grants_in_time",
     keys=["event_id"],
     sequence_by=F.struct(*rewards.sequence_by),  # a redelivery repeats it: never newer, so ignored
-    except_column_list=LINEAGE,
+    except_column_list=[*LINEAGE, ARRIVED_LATE],
     stored_as_scd_type=1,
 )

@@ -15,9 +15,9 @@ from exactly_once.transforms.gold import LATE_EVENT_SEQUENCE, late_event_changes
 rewards = pipeline_settings(spark).topic("player_rewards")
 
 
-@dp.temporary_view(name="xp_grant_arrivals", comment="Each valid XP grant delivery: in time?")
+@dp.temporary_view(name="xp_grant_arrivals", comment="Each XP grant in silver: in time?")
 def xp_grant_arrivals():
-    return late_event_changes(spark.readStream.table("checked_player_rewards"), rewards)
+    return late_event_changes(spark.readStream.table("silver_player_rewards"), rewards)
 
 
 dp.create_streaming_table(
@@ -34,6 +34,6 @@ dp.create_auto_cdc_flow(
     keys=["event_id"],
     sequence_by=F.struct(*LATE_EVENT_SEQUENCE),
     apply_as_deletes=F.col("applied"),
-    except_column_list=["applied", "kafka_partition", "kafka_offset"],
+    except_column_list=["applied"],
     stored_as_scd_type=1,
 )

@@ -3,7 +3,7 @@
 from pyspark import pipelines as dp
 
 from exactly_once.config import pipeline_settings
-from exactly_once.transforms.silver import parse_events, quarantined_records
+from exactly_once.transforms.silver import quarantined_records
 
 settings = pipeline_settings(spark)
 
@@ -17,5 +17,4 @@ for topic in settings.topics.values():
     @dp.append_flow(target="quarantine", name=f"quarantine_{topic.name}")
     @dp.expect("names_its_reasons", "size(errors) > 0 AND reason <> ''")
     def quarantine_topic(topic=topic):
-        parsed = parse_events(spark.readStream.table("bronze_kafka_events"), topic)
-        return quarantined_records(parsed, topic)
+        return quarantined_records(spark.readStream.table(f"parsed_{topic.name}"), topic)

@@ -222,16 +222,12 @@ def xp_ledger(records: list[Delivered], topic: str = "player-rewards",
 
 
 def late_events(records: list[Delivered], topic: str = "player-rewards",
-                max_age: timedelta = MAX_EVENT_AGE) -> dict[str, int]:
-    """event_id -> Kafka timestamp (ms) of the latest late delivery, for every valid grant that
-    arrived too late each time it was delivered: never applied, kept for a person."""
+                max_age: timedelta = MAX_EVENT_AGE) -> set[str]:
+    """The event_ids of valid grants that arrived too late each time they were delivered: never
+    applied, kept for a person."""
     applied = xp_ledger(records, topic, max_age)
-    late: dict[str, tuple] = {}
-    for record, event in _valid_deliveries(records, topic, "player_id"):
-        if event["event_id"] not in applied:
-            position = (record.timestamp_ms, record.partition, record.offset)
-            late[event["event_id"]] = max(late.get(event["event_id"], position), position)
-    return {event_id: position[0] for event_id, position in late.items()}
+    return {event["event_id"] for _, event in _valid_deliveries(records, topic, "player_id")
+            if event["event_id"] not in applied}
 
 
 def xp_totals(ledger: dict[str, dict]) -> dict[str, tuple[int, int]]:
@@ -249,25 +245,16 @@ def quarantined_offsets(records: list[Delivered], topics: dict[str, str]) -> lis
                   if valid_event(r, topics[r.topic]) is None)
 
 
-def silver_event_ids(runs: list[list[Delivered]], topic: str, entity: str,
-                     delay: timedelta) -> set[str]:
-    """The event_ids silver keeps when each run is one micro-batch.
+def silver_deliveries(records: list[Delivered], topic: str, entity: str,
+                      max_age: timedelta | None = None) -> set[tuple]:
+    """What silver holds, one row each: (event_id, value, arrived late) of every valid delivery.
 
-    `withWatermark(occurred_at, delay)` + `dropDuplicatesWithinWatermark(event_id)`: a batch is
-    filtered with the watermark left by the batches before it (none in the first), which is the
-    highest occurred_at of the valid events seen so far minus `delay`; a row older than it is
-    dropped as late, and an event_id kept before is dropped as a redelivery (its state outlives
-    the watermark passing its occurred_at, so a redelivery recent enough to pass is still caught).
-    The model does not decide rows exactly at the watermark: generate none.
+    `withWatermark(ingested_at, delay)` + `dropDuplicatesWithinWatermark` on (event_id, value's
+    digest[, arrived_late]): the watermark follows when bronze ingested a record, so no valid
+    delivery is ever behind it, and a copy of one already kept is dropped. That holds while
+    every copy arrives within the delay of the first (true of any test run; docs/testing.md).
+    `max_age`: the topic's max_event_age, None when silver marks no lateness.
     """
-    kept: set[str] = set()
-    watermark, newest = None, None
-    for run in runs:
-        for _, event in _valid_deliveries(run, topic, entity):
-            occurred = _timestamp(event["occurred_at"])
-            newest = occurred if newest is None else max(newest, occurred)
-            if watermark is None or occurred >= watermark:
-                kept.add(event["event_id"])
-        if newest is not None:
-            watermark = newest - delay
-    return kept
+    return {(event["event_id"], record.payload,
+             None if max_age is None else not arrived_in_time(record, event, max_age))
+            for record, event in _valid_deliveries(records, topic, entity)}

@@ -1,8 +1,8 @@
 """Run the real silver and quarantine flows: the pipeline files that make them, unchanged.
 
-Only bronze, silver_* and quarantine (gold is not what these tests judge, and every flow costs
-time), copied into a directory of their own and run by the local runtime on kcat files: one
-file and one pipeline update per run.
+Only bronze, parsed_*, silver_* and quarantine (gold is not what these tests judge, and
+every flow costs time), copied into a directory of their own and run by the local runtime on
+kcat files: one file and one pipeline update per run.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from exactly_once.kafka.kcat import KafkaRecord, write_kcat_jsonl
 from exactly_once.local.pipeline import run_pipeline
 from exactly_once.paths import PIPELINES_DIR
 
-SILVER_FILES = ["bronze_kafka_events.py", "silver_orders.py", "silver_player_rewards.py",
-                "quarantine.py"]
+SILVER_FILES = ["bronze_kafka_events.py", "parsed_orders.py", "parsed_player_rewards.py",
+                "silver_orders.py", "silver_player_rewards.py", "quarantine.py"]
 TABLES = ["bronze_kafka_events", "silver_orders", "silver_player_rewards", "quarantine"]
 
 

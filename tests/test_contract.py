@@ -120,11 +120,12 @@ def test_xp_is_an_integer_literal_within_int(spark, settings, xp, errors):
 # --- The far-future event no longer blinds silver -------------------------------------------
 
 
-def test_one_event_dated_far_ahead_does_not_move_the_watermark_past_later_events(spark,
-                                                                                 tmp_path):
-    """2099 (and epoch millis, once read as year 55840) used to move silver's watermark for
-    good: every later event was dropped as past it. Now they are quarantined, the watermark
-    follows the plausible events, and a later valid event still reaches silver."""
+def test_an_event_dated_far_ahead_is_quarantined_and_later_events_still_reach_silver(spark,
+                                                                                    tmp_path):
+    """2099 (and epoch millis, once read as year 55840) once moved silver's event-time
+    watermark for good: every later event was dropped as past it. They are quarantined
+    (`occurred_at_in_future`), silver's watermark follows ingestion time anyway, and a later
+    valid event reaches silver."""
     kafka_ms = int(KAFKA_TIME.timestamp() * 1000)
     first = [
         KafkaRecord("orders", "o1", json.dumps(order("e1", "o1", 1)), 0, 0, kafka_ms),

@@ -33,6 +33,7 @@ from contract_oracle import (
 from helpers import KAFKA_SCHEMA
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
+from reference import MAX_EVENT_AGE
 from silver_pipeline import run_silver
 
 from exactly_once.kafka.kcat import KafkaRecord
@@ -432,12 +433,13 @@ def _expected(topic_settings, event: dict) -> dict:
 
 def check(records: list[Record], offsets: list[int], silver: dict[str, dict],
           quarantine: dict[tuple[str, int], list[str]], conf,
-          watermark: datetime | None = None) -> tuple[list[str], dict]:
+          deduplicated: bool = False) -> tuple[list[str], dict]:
     """Every record against the oracle; the problems found, and counts of what was seen.
 
-    For a stream (`watermark` given: silver's), silver also drops what it should: a valid
-    event older than the watermark (README: gold still applies it), and all but one delivery
-    of an event_id (a redelivery). Those are in neither table.
+    `deduplicated`: silver is the streaming table, which keeps one delivery of each record
+    (same event_id, same bytes, and on a topic with `max_event_age` the same lateness) and drops
+    the others as redeliveries; they are in neither table. Nothing valid is dropped for its age
+    (silver's watermark follows ingestion time, README).
     """
     validators = {t: validator(t) for t in TOPICS}
     problems, seen, deliveries = [], {}, {}
@@ -448,23 +450,22 @@ def check(records: list[Record], offsets: list[int], silver: dict[str, dict],
         row, errors = silver.get(at), quarantine.get(at)
         where = f"{record.topic}@{offset} {record.how}: key={record.key!r} value={record.value!r}"
         kind = verdict.why or "valid"
-        if verdict.valid and watermark and instant(verdict.event["occurred_at"]) < watermark:
-            kind = "valid, past the watermark"
-            if row is not None or errors is not None:
-                problems.append(f"{kind}, but silver={row is not None} quarantine={errors} {where}")
-        elif verdict.valid:
+        if verdict.valid:
             if errors is not None:
                 problems.append(f"valid, but quarantined: {errors} {where}")
-            deliveries.setdefault((record.topic, verdict.event["event_id"]), []).append(
-                (verdict.event, row, where))
+            max_age = conf.topic(TOPICS[record.topic]).max_event_age
+            late = bool(max_age) and instant(verdict.event["occurred_at"]) \
+                < record.kafka_time - MAX_EVENT_AGE
+            same_record = (record.topic, verdict.event["event_id"], record.value, late)
+            deliveries.setdefault(same_record, []).append((verdict.event, row, where))
         elif row is not None or not errors:
             problems.append(f"{kind}, but silver={row is not None} quarantine={errors} {where}")
         elif not _names_the_right_kind(verdict, errors):
             problems.append(f"{kind}, but errors={errors} {where}")
         seen[kind] = seen.get(kind, 0) + 1
-    for (topic, _), group in deliveries.items():
+    for (topic, *_), group in deliveries.items():
         in_silver = [(event, row, where) for event, row, where in group if row is not None]
-        if len(in_silver) != (1 if watermark else len(group)):
+        if len(in_silver) != (1 if deduplicated else len(group)):
             problems.append(f"{len(group)} valid deliveries, {len(in_silver)} in silver: "
                             + " | ".join(where for _, _, where in group))
         for event, row, where in in_silver:
@@ -497,9 +498,8 @@ def _report(problems: list[str], seen: dict, count: int) -> None:
 
 
 def test_the_pipeline_agrees_with_the_oracle_on_every_record(spark, settings, tmp_path):
-    """The real pipeline files (bronze, silver_*, quarantine) over a kcat file: one update, one
-    micro-batch, so silver's watermark is still the first one, the epoch (Spark's initial
-    value). kcat carries a value as text, so these are all UTF-8; the next test feeds bytes."""
+    """The real pipeline files (bronze, parsed_*, silver_*, quarantine) over a kcat file: one
+    update. kcat carries a value as text, so these are all UTF-8; the next test feeds bytes."""
     records = generated(EXAMPLES)
     offsets, kcat = {t: 0 for t in TOPICS}, []
     for r in records:
@@ -514,7 +514,7 @@ def test_the_pipeline_agrees_with_the_oracle_on_every_record(spark, settings, tm
     quarantine = {(r["kafka_topic"], r["kafka_offset"]): r["errors"]
                   for r in tables["quarantine"]}
     problems, seen = check(records, [k.offset for k in kcat], silver, quarantine, settings,
-                           watermark=datetime(1970, 1, 1, tzinfo=timezone.utc))
+                           deduplicated=True)
     _report(problems, seen, len(records))
     assert seen["valid"] >= len(records) // 10 and len(seen) >= 6, seen  # both kinds, often
 

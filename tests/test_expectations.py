@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 from exactly_once.local import expectations as ex
 from exactly_once.local.flows import FlowError
 from exactly_once.local.pipeline import run_pipeline
-from exactly_once.transforms.silver import parse_events, valid_events
+from exactly_once.transforms.silver import VALUE_DIGEST, parse_events, valid_events
 
 quality_run = quality_fixtures.quality_run  # session fixture: one shared pipeline run
 
@@ -135,8 +135,8 @@ def test_silver_contents_are_what_the_rules_allow(spark, quality_run):
     for topic_name, table in [("orders", "silver_orders"),
                               ("player_rewards", "silver_player_rewards")]:
         topic = quality_run.settings.topic(topic_name)
-        valid = valid_events(parse_events(bronze, topic), topic)
+        valid = valid_events(parse_events(bronze, topic), topic).drop(VALUE_DIGEST)
         silver = spark.read.format("delta").load(str(wh / table))
-        assert silver.subtract(valid).count() == 0
+        assert silver.select(*valid.columns).subtract(valid).count() == 0
         assert silver.select("event_id").distinct().count() == \
             valid.select("event_id").distinct().count()

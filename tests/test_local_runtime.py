@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import textwrap
 
 import pytest
 from pyspark.pipelines.output import MaterializedView, StreamingTable, TemporaryView
+from quality_fixtures import quality_run  # noqa: F401  (session fixture: one pipeline run)
 
+from exactly_once.local.auto_cdc_spec import AutoCdcSpec
 from exactly_once.local.flows import FlowError
 from exactly_once.local.loader import load_graph, pipeline_files
 from exactly_once.local.pipeline import run_pipeline
+from exactly_once.local.reads import resolved_reads
 from exactly_once.local.registry import GraphError
 from exactly_once.local.update import PipelineUpdate
 from exactly_once.local.warehouse import Warehouse
@@ -23,7 +28,8 @@ def test_the_project_pipeline_declares_the_medallion_graph(spark, settings):
     graph = load_graph(spark, pipeline_files(PIPELINES_DIR))
     kinds = {name: type(output) for name, output in graph.outputs.items()}
     assert kinds == {
-        "bronze_kafka_events": StreamingTable, "silver_orders": StreamingTable,
+        "bronze_kafka_events": StreamingTable, "parsed_orders": StreamingTable,
+        "parsed_player_rewards": StreamingTable, "silver_orders": StreamingTable,
         "silver_player_rewards": StreamingTable, "quarantine": StreamingTable,
         "orders": StreamingTable, "player_xp": MaterializedView,
         "checked_orders": TemporaryView, "checked_player_rewards": TemporaryView,
@@ -34,13 +40,59 @@ def test_the_project_pipeline_declares_the_medallion_graph(spark, settings):
     assert sorted(f.name for f in graph.flows_into("quarantine")) == [
         "quarantine_orders", "quarantine_player_rewards"]
     cdc = {flow.target: (flow.source, flow.keys) for flow in graph.auto_cdc_flows}
-    assert cdc["orders"] == ("checked_orders", ("order_id",))
+    assert cdc["orders"] == ("silver_orders", ("order_id",))
     assert cdc["player_xp_ledger"] == ("xp_grants_in_time", ("event_id",))
     assert cdc["late_events"] == ("xp_grant_arrivals", ("event_id",))
     protected = {t.name for t in graph.tables()
                  if graph.table_properties(t.name).get("pipelines.reset.allowed") == "false"}
     assert protected == {"bronze_kafka_events", "player_xp_ledger", "late_events"}
 
+
+def test_each_record_is_parsed_once_and_gold_reads_silver(spark, quality_run):  # noqa: F811
+    """Every flow's query, built from the pipeline files over the tables of a real run: which
+    tables it scans, and whether its plan parses JSON. Only `parsed_<topic>` does."""
+    graph = load_graph(spark, pipeline_files(PIPELINES_DIR))
+    warehouse = Warehouse(quality_run.warehouse)
+    scanned: set[str] = set()
+
+    def resolve(name, streaming):
+        if name not in graph.outputs:
+            return None
+        if graph.is_view(name):  # a view is its query, inlined into the reader's
+            (view,) = graph.flows_into(name)
+            return view.func()
+        scanned.add(name)
+        reader = spark.readStream if streaming else spark.read
+        return reader.format("delta").load(str(warehouse.table_path(name)))
+
+    reads, parses = {}, set()
+    with resolved_reads(resolve):
+        for table in graph.tables():
+            for flow in graph.flows_into(table.name):
+                if table.name == "bronze_kafka_events":
+                    continue  # reads Kafka, not a dataset
+                scanned.clear()
+                df = resolve(flow.source, True) if isinstance(flow, AutoCdcSpec) \
+                    else flow.func()
+                reads[flow.name] = scanned.copy()
+                with contextlib.redirect_stdout(io.StringIO()) as plan:
+                    df.explain(extended=True)
+                if "parse_json" in plan.getvalue():
+                    parses.add(flow.name)
+    assert reads == {
+        "parsed_orders": {"bronze_kafka_events"},
+        "parsed_player_rewards": {"bronze_kafka_events"},
+        "silver_orders": {"parsed_orders"},
+        "silver_player_rewards": {"parsed_player_rewards"},
+        "quarantine_orders": {"parsed_orders"},
+        "quarantine_player_rewards": {"parsed_player_rewards"},
+        "orders": {"silver_orders"},
+        "orders_history": {"silver_orders"},
+        "player_xp_ledger": {"silver_player_rewards"},
+        "late_events": {"silver_player_rewards"},
+        "player_xp": {"player_xp_ledger"},
+    }
+    assert parses == {"parsed_orders", "parsed_player_rewards"}
 
 def write_pipeline(directory, source: str):
     directory.mkdir(parents=True, exist_ok=True)

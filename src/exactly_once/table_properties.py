@@ -19,6 +19,9 @@ TOMBSTONE_GC_NEVER_SECONDS = 100 * 365 * 24 * 3600
 # Tables that hold what Kafka keeps only for its retention period: a full refresh, which
 # rebuilds from what Kafka still holds, would erase the rest.
 KEPT_THROUGH_FULL_REFRESH = {RESET_ALLOWED: "false"}
+# Row tracking on a materialized view's source lets Databricks (serverless) refresh the view
+# incrementally, from the source's changed rows, instead of recomputing it.
+INCREMENTAL_VIEW_SOURCE = {"delta.enableRowTracking": "true"}
 # A deleted key stays deleted however late an older event for it arrives.
 TOMBSTONES_KEPT = {TOMBSTONE_GC_THRESHOLD: str(TOMBSTONE_GC_NEVER_SECONDS)}
 

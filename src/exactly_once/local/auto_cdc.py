@@ -31,11 +31,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from delta.tables import DeltaMergeBuilder, DeltaTable
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, Row, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from exactly_once.local.auto_cdc_spec import AutoCdcSpec
+from exactly_once.local.warehouse import delta_version
 
 SEQUENCE = "__sequence"
 TIE = "__tie"  # breaks equal sequences: struct(deleted, content hash)
@@ -144,16 +145,21 @@ def tag_events(events: DataFrame, spec: AutoCdcSpec) -> DataFrame:
     return tagged.withColumn(REJECT_REASON, reason)
 
 
-def record_rejected(spark: SparkSession, events: DataFrame, source_columns: list[str],
-                    spec: AutoCdcSpec, batch_id: int, rejected_path: str | None,
-                    query_id: str) -> int:
-    """Append rejected events to the rejected-rows table (idempotent per batch); their count.
+def batch_counts(events: DataFrame) -> Row:
+    """One aggregation over the tagged batch: `total`, `rejected`, `truncates` (accepted)."""
+    rejected = F.col(REJECT_REASON) != ""
+    return events.agg(F.count(F.lit(1)).alias("total"), F.count_if(rejected).alias("rejected"),
+                      F.count_if(~rejected & F.col(IS_TRUNCATE)).alias("truncates")).first()
+
+
+def record_rejected(events: DataFrame, source_columns: list[str], spec: AutoCdcSpec,
+                    batch_id: int, rejected_path: str | None, query_id: str) -> None:
+    """Append rejected events to the rejected-rows table (idempotent per batch).
 
     Columns: flow, batch_id, reason, record (the source row as JSON), rejected_at.
     """
     rejected = events.where(F.col(REJECT_REASON) != "")
-    count = rejected.count()
-    if count and rejected_path:
+    if rejected_path:
         # Every field, NULLs included: a row rejected for a NULL key shows the key as null.
         record = F.to_json(F.struct(*[F.col(f"`{c}`") for c in source_columns]),
                            {"ignoreNullFields": "false"})
@@ -165,7 +171,6 @@ def record_rejected(spark: SparkSession, events: DataFrame, source_columns: list
             .option("txnAppId", f"{query_id}:{spec.name}:rejected") \
             .option("txnVersion", batch_id) \
             .save(rejected_path)
-    return count
 
 
 def latest_per_key(events: DataFrame, spec: AutoCdcSpec) -> DataFrame:
@@ -207,15 +212,11 @@ def fill_null_updates(events: DataFrame, spec: AutoCdcSpec, columns: list[str]) 
     return events.select(*filled).withColumn(RESET, F.col("__life") > 0).drop("__life")
 
 
-def _latest_version(path: str) -> int:
-    return max((int(p.stem) for p in (Path(path) / "_delta_log").glob("*.json")), default=-1)
-
-
 def _idempotent_merge(spark: SparkSession, app_id: str, batch_id: int, merge: DeltaMergeBuilder,
                       path: str) -> bool:
     """Execute the MERGE unless (app_id, batch_id) already committed to the table at `path`;
     whether this call committed it."""
-    before = _latest_version(path)
+    before = delta_version(path)
     spark.conf.set("spark.databricks.delta.write.txnAppId", app_id)
     spark.conf.set("spark.databricks.delta.write.txnVersion", str(batch_id))
     try:
@@ -223,7 +224,7 @@ def _idempotent_merge(spark: SparkSession, app_id: str, batch_id: int, merge: De
     finally:
         spark.conf.unset("spark.databricks.delta.write.txnAppId")
         spark.conf.unset("spark.databricks.delta.write.txnVersion")
-    return _latest_version(path) > before
+    return delta_version(path) > before
 
 
 def collect_tombstones(spark: SparkSession, state_path: str, retention_seconds: float) -> int:
@@ -250,11 +251,10 @@ def apply_scd1_batch(spark: SparkSession, batch: DataFrame, batch_id: int, spec:
     columns = data_columns(spec, batch.columns)
     events = tag_events(batch, spec).persist()
     try:
-        total = events.count()
-        rejected = record_rejected(spark, events, batch.columns, spec, batch_id, rejected_path,
-                                   query_id)
+        total, rejected, truncates = batch_counts(events)
+        if rejected:
+            record_rejected(events, batch.columns, spec, batch_id, rejected_path, query_id)
         good = events.where(F.col(REJECT_REASON) == "").drop(REJECT_REASON)
-        truncates = good.where(F.col(IS_TRUNCATE)).count()
         state = spark.read.format("delta").load(state_path)
         stored = state.select(*spec.keys, F.col(SEQUENCE).alias(STORED_SEQUENCE),
                               F.col(TIE).alias(STORED_TIE),

@@ -40,6 +40,7 @@ from exactly_once.local.auto_cdc import (
     SEQUENCE,
     TIE,
     CdcBatchStats,
+    batch_counts,
     data_columns,
     fill_null_updates,
     merge_condition,
@@ -135,9 +136,9 @@ def apply_scd2_batch(spark: SparkSession, batch: DataFrame, batch_id: int, spec:
     order = target_columns(spec, batch.columns)
     events = tag_events(batch, spec).persist()
     try:
-        total = events.count()
-        rejected = record_rejected(spark, events, batch.columns, spec, batch_id, rejected_path,
-                                   query_id)
+        total, rejected, _ = batch_counts(events)
+        if rejected:
+            record_rejected(events, batch.columns, spec, batch_id, rejected_path, query_id)
         good = events.where(F.col(REJECT_REASON) == "").select(
             *spec.keys, SEQUENCE, IS_DELETE, *columns).withColumn(TIE, tie_break(columns))
         journal = spark.read.format("delta").load(state_path)

@@ -18,7 +18,7 @@ from exactly_once.local.auto_cdc import CdcBatchStats
 from exactly_once.local.auto_cdc_spec import AutoCdcSpec
 from exactly_once.local.expectations import failure_message
 from exactly_once.local.progress import FlowResult, Progress
-from exactly_once.local.warehouse import Warehouse
+from exactly_once.local.warehouse import Warehouse, delta_version, rows_written
 from exactly_once.table_properties import TOMBSTONE_GC_NEVER_SECONDS
 
 
@@ -64,7 +64,7 @@ def run_append_flow(spark: SparkSession, flow_name: str, target: str, df: DataFr
     started = time.monotonic()
     if not warehouse.has_table(target):
         warehouse.create_table(spark, target, df.schema)
-    rows_before = warehouse.row_count(spark, target)
+    version_before = delta_version(warehouse.table_path(target))
     query = (
         df.writeStream.format("delta")
         .queryName(flow_name)
@@ -74,8 +74,8 @@ def run_append_flow(spark: SparkSession, flow_name: str, target: str, df: DataFr
         .start(str(warehouse.table_path(target).resolve()))
     )
     _await(query, result, progress)
-    # The Delta sink reports no output count to streaming progress; the table tells.
-    result.output_rows = warehouse.row_count(spark, target) - rows_before
+    # The Delta sink reports no output count to streaming progress; its commits do.
+    result.output_rows = rows_written(warehouse.table_path(target), version_before)
     result.seconds = time.monotonic() - started
     return result
 
@@ -85,13 +85,14 @@ def run_materialized_view(spark: SparkSession, flow_name: str, target: str, df: 
     """Recompute the whole view and replace the table's contents in one Delta commit."""
     result = FlowResult(flow=flow_name, target=target, kind="materialized_view")
     started = time.monotonic()
+    version = delta_version(warehouse.table_path(target)) + 1  # the one this write commits
     try:
         df.write.format("delta").mode("overwrite").option("overwriteSchema", "true") \
             .save(str(warehouse.table_path(target).resolve()))
     except Exception as err:  # nothing was committed: the table keeps its previous version
         raise _flow_error(flow_name, err) from err
     warehouse.register(spark, target)
-    result.output_rows = warehouse.row_count(spark, target)
+    result.output_rows = rows_written(warehouse.table_path(target), version - 1)
     result.batches = 1
     result.seconds = time.monotonic() - started
     return result
@@ -129,6 +130,9 @@ def run_auto_cdc_flow(spark: SparkSession, spec: AutoCdcSpec, source: DataFrame,
 
     def apply(batch: DataFrame, batch_id: int) -> None:
         query_id = checkpoint_query_id(checkpoint)  # written before the first batch runs
+        # The query's own session: the idempotent-write markers are session settings, and flows
+        # run concurrently (update.py).
+        spark = batch.sparkSession
         if scd is auto_cdc_scd2:
             stats = auto_cdc_scd2.apply_scd2_batch(spark, batch, batch_id, spec, target_path,
                                                    state_path, query_id=query_id,

@@ -72,7 +72,7 @@ class Progress:
         self._print(f"▶ {flow} ({kind.replace('_', ' ')})")
 
     def batch(self, flow: str, batch_id: int, rows: int) -> None:
-        self._print(f"    batch {batch_id}: {rows:,} rows")
+        self._print(f"    {flow} batch {batch_id}: {rows:,} rows")
 
     def flow_finished(self, result: FlowResult) -> None:
         extra = ""

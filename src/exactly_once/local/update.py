@@ -4,11 +4,18 @@ Order comes from the reads themselves: when a flow's query reads a dataset of th
 dataset is updated first (see `reads.py`), so each flow sees its inputs complete for this update.
 Temporary views are not stored; a read of one returns its query. A refresh selection
 (`refresh.py`) limits the update to some tables: the others are read as they are.
+
+Tables that do not read each other are updated at the same time, as on Databricks: each table
+has a thread of its own, which waits for the tables its flows read. On two cores this overlaps
+one flow's driver work (planning, Delta commits) with another's tasks.
 """
 
 from __future__ import annotations
 
+import threading
 import time
+from concurrent.futures import Future
+from dataclasses import dataclass, field
 
 from pyspark.pipelines.flow import Flow
 from pyspark.sql import DataFrame, SparkSession
@@ -23,83 +30,146 @@ from exactly_once.local.registry import GraphError, PipelineGraph
 from exactly_once.local.warehouse import Warehouse
 
 
+@dataclass
+class _FlowSetup:
+    """What building one flow's query saw: expectations of the views it read (counted by this
+    flow) and the tables it reads as streams."""
+
+    table: str
+    observed: list[ObservedExpectations] = field(default_factory=list)
+    streamed: set[str] = field(default_factory=set)
+
+
 class PipelineUpdate:
     def __init__(self, spark: SparkSession, graph: PipelineGraph, warehouse: Warehouse,
                  progress: Progress | None = None):
         self.spark, self.graph, self.warehouse = spark, graph, warehouse
         self.progress = progress or Progress(quiet=True)
-        self._updated: set[str] = set()
-        self._updating: list[str] = []
         self.result = UpdateResult()
         self.update_id = event_log.new_update_id()
-        # Expectations of temporary views read by the flow being set up (a stack: flow functions
-        # may update upstream datasets, and so run other flows, while they build their query).
-        self._observed: list[ObservedExpectations] = []
+        self._lock = threading.Lock()
+        self._tables: dict[str, Future] = {}  # table -> done when it is up to date
+        self._waits_for: dict[str, set[str]] = {}  # table -> tables its flows wait for
+        self._reset: set[str] = set()
+        self._setup = threading.local()  # .flow: the _FlowSetup of the flow this thread builds
 
     def run(self, selection: RefreshSelection | None = None) -> UpdateResult:
         started = time.monotonic()
         tables = [t.name for t in self.graph.tables()]
         plan = plan_refresh(self.graph, selection or RefreshSelection())
+        self._reset = set(plan.reset)
         self.warehouse.reset(self.spark, {name: [f.name for f in self.graph.flows_into(name)]
                                           for name in plan.reset})
         for name in tables:
             if self.warehouse.has_table(name):
                 self.warehouse.register(self.spark, name)
-        self._updated.update(set(tables) - set(plan.update))  # read as they are
+        for name in set(tables) - set(plan.update):  # read as they are
+            self._tables[name] = Future()
+            self._tables[name].set_result(None)
         try:
             with resolved_reads(self._resolve):
-                for name in plan.update:
-                    self._update(name)
-        finally:  # one flow_progress row per flow that ran, failed ones included
+                futures = [self._table_update(name) for name in plan.update]
+                errors = [f.exception() for f in futures]  # waits for every table's thread
+            first_error = next((e for e in errors if e is not None), None)
+            if first_error is not None:
+                raise first_error
+        finally:  # one flow_progress row per flow that ran (in the order they ended), failed
             event_log.append(self.spark, self.warehouse.root, self.result.flows, self.update_id)
         self.result.table_rows = {name: self.warehouse.row_count(self.spark, name)
                                   for name in tables}
         self.result.seconds = time.monotonic() - started
         return self.result
 
+    def _table_update(self, name: str) -> Future:
+        """The future of `name`'s update, started in a thread of its own on first request."""
+        with self._lock:
+            if name not in self._tables:
+                self._tables[name] = future = Future()
+                threading.Thread(target=self._update, args=(name, future),
+                                 name=f"update-{name}", daemon=True).start()
+            return self._tables[name]
+
+    def _update(self, name: str, future: Future) -> None:
+        try:
+            for flow in self.graph.flows_into(name):
+                self._run_flow(flow)
+        except BaseException as err:  # noqa: BLE001 - handed to whoever waits for the table
+            future.set_exception(err)
+        else:
+            future.set_result(None)
+
+    def _wait_for(self, reader: str, name: str) -> None:
+        """Block `reader`'s thread until `name` is up to date; a cycle is an error, not a hang."""
+        with self._lock:
+            self._waits_for.setdefault(reader, set()).add(name)
+            path = self._path(name, reader)
+        if path:
+            cycle = [reader, *path[:-1]]
+            order = [t.name for t in self.graph.tables()]
+            first = min(range(len(cycle)), key=lambda i: order.index(cycle[i]))
+            cycle = cycle[first:] + cycle[:first]
+            raise GraphError(f"datasets read each other in a cycle: "
+                             f"{' -> '.join([*cycle, cycle[0]])}")
+        self._table_update(name).result()
+
+    def _path(self, start: str, goal: str) -> list[str]:
+        """Tables from `start` to `goal` along waits, both included; [] if there is none."""
+        stack, seen = [[start]], set()
+        while stack:
+            path = stack.pop()
+            if path[-1] == goal:
+                return path
+            if path[-1] in seen:
+                continue
+            seen.add(path[-1])
+            stack.extend([*path, t] for t in self._waits_for.get(path[-1], ()))
+        return []
+
     def _resolve(self, name: str, streaming: bool) -> DataFrame | None:
         if name not in self.graph.outputs:
             return None  # not ours: an ordinary catalog table
+        setup: _FlowSetup | None = getattr(self._setup, "flow", None)
         if self.graph.is_view(name):
             (view_flow,) = self.graph.flows_into(name)
             df, observed = apply_expectations(view_flow.func(), declared(view_flow.func), name)
-            if observed is not None:  # counted by the flow that reads the view
-                self._observed.append(observed)
+            if observed is not None and setup is not None:  # counted by the reading flow
+                setup.observed.append(observed)
             return df
-        self._update(name)
+        if setup is None:
+            raise GraphError(f"`{name}` is read outside a flow's query")
+        self._wait_for(setup.table, name)
+        if streaming:
+            setup.streamed.add(name)
         reader = self.spark.readStream if streaming else self.spark.read
         return reader.format("delta").load(str(self.warehouse.table_path(name).resolve()))
 
-    def _update(self, name: str) -> None:
-        if name in self._updated:
-            return
-        if name in self._updating:
-            cycle = " -> ".join([*self._updating[self._updating.index(name):], name])
-            raise GraphError(f"datasets read each other in a cycle: {cycle}")
-        self._updating.append(name)
-        for flow in self.graph.flows_into(name):
-            self.result.flows.append(self._run_flow(flow))
-        self._updating.pop()
-        self._updated.add(name)
-
-    def _run_flow(self, flow: Flow | AutoCdcSpec):
-        kind = "auto_cdc" if isinstance(flow, AutoCdcSpec) else (
-            "materialized_view" if self.graph.is_materialized_view(flow.target) else "append")
-        # Expectations of views this flow reads are counted by this flow, whatever upstream
-        # flows its query runs first (they collect their own, on their own stack frame).
-        outer, self._observed = self._observed, []
+    def _build(self, flow: Flow | AutoCdcSpec) -> tuple[DataFrame, _FlowSetup]:
+        """The flow's query, with upstream tables brought up to date on the way."""
+        setup = _FlowSetup(table=flow.target)
+        outer = getattr(self._setup, "flow", None)
+        self._setup.flow = setup
         try:
             if isinstance(flow, AutoCdcSpec):
-                df, own = self._resolve(flow.source, streaming=True), None
+                df = self._resolve(flow.source, streaming=True)
                 if df is None:
                     raise GraphError(f"AUTO CDC flow `{flow.name}` reads `{flow.source}`, "
                                      "which the pipeline does not define")
             else:
-                df = flow.func()  # may update upstream datasets first, through _resolve
-                df, own = apply_expectations(df, declared(flow.func), flow.target)
-            observed = [*self._observed, *([own] if own else [])]
+                df, own = apply_expectations(flow.func(), declared(flow.func), flow.target)
+                if own is not None:
+                    setup.observed.append(own)
         finally:
-            self._observed = outer
+            self._setup.flow = outer
+        return df, setup
+
+    def _run_flow(self, flow: Flow | AutoCdcSpec) -> None:
+        kind = "auto_cdc" if isinstance(flow, AutoCdcSpec) else (
+            "materialized_view" if self.graph.is_materialized_view(flow.target) else "append")
+        df, setup = self._build(flow)
+        if setup.streamed & self._reset and flow.target not in self._reset:
+            # A kept table (protected, or not selected) reads a table rebuilt in this update:
+            # its checkpoint names the old table, so it reads the new one from the start.
+            self.warehouse.reset_checkpoint(flow.name)
 
         def run():
             if isinstance(flow, AutoCdcSpec):
@@ -114,12 +184,14 @@ class PipelineUpdate:
         try:
             result = run()
         except flows.FlowError as err:  # the event log records the failure, then it propagates
-            self.result.flows.append(FlowResult(flow=flow.name, target=flow.target, kind=kind,
-                                                status="FAILED", error=str(err)))
+            with self._lock:
+                self.result.flows.append(FlowResult(flow=flow.name, target=flow.target,
+                                                    kind=kind, status="FAILED", error=str(err)))
             raise
-        for o in observed:  # expectation counts, from the same pass that wrote the rows
+        for o in setup.observed:  # expectation counts, from the same pass that wrote the rows
             o.collect(result.observed)
             result.expectations += o.metrics
             result.dropped_records = (result.dropped_records or 0) + o.dropped_records
         self.progress.flow_finished(result)
-        return result
+        with self._lock:
+            self.result.flows.append(result)

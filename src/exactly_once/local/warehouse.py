@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,26 @@ from pyspark.sql import SparkSession
 from pyspark.sql.types import StructType
 
 PIPELINE_DIR = "_pipeline"
+
+
+def delta_version(path: Path | str) -> int:
+    """The table's latest commit version; -1 when it has none."""
+    return max((int(p.stem) for p in (Path(path) / "_delta_log").glob("*.json")), default=-1)
+
+
+def rows_written(path: Path | str, after_version: int) -> int:
+    """Rows the commits after `after_version` wrote, from their `operationMetrics`: read from
+    the log, so counting costs no Spark job."""
+    total = 0
+    for version in range(after_version + 1, delta_version(path) + 1):
+        commit = Path(path) / "_delta_log" / f"{version:020d}.json"
+        # One action per "\n"-ended line; not splitlines(), which also splits at the U+2028 or
+        # U+0085 a string in the file statistics may hold.
+        for line in commit.read_text(encoding="utf-8").split("\n"):
+            info = json.loads(line).get("commitInfo") if '"commitInfo"' in line else None
+            if info:
+                total += int(info.get("operationMetrics", {}).get("numOutputRows", 0))
+    return total
 
 
 @dataclass(frozen=True)
@@ -59,6 +80,10 @@ class Warehouse:
             builder = builder.comment(comment)
         builder.execute()
         self.register(spark, name)
+
+    def reset_checkpoint(self, flow: str) -> None:
+        """Forget what `flow` has read: its next run reads its sources from the start."""
+        shutil.rmtree(self.checkpoint_path(flow), ignore_errors=True)
 
     def lock_path(self) -> Path:
         return self.root / PIPELINE_DIR / "lock"

@@ -62,8 +62,15 @@ def decimal_pattern(precision: int, scale: int) -> str:
 
 
 # Where each event came from, kept next to it: its Kafka coordinates, the record's Kafka
-# timestamp (what lateness and clock skew are measured against) and when bronze ingested it.
+# timestamp (what lateness and clock skew are measured against) and when bronze ingested it
+# (what silver's watermark follows, see `deduplicate_events`).
 LINEAGE = ["kafka_partition", "kafka_offset", "kafka_timestamp", "ingested_at"]
+# SHA-256 of the value's bytes: two deliveries with the same event_id and digest are one record
+# delivered twice (a redelivery); the same event_id with another digest is another record.
+VALUE_DIGEST = "value_sha256"
+# Silver's column, on topics with a `max_event_age`: the broker received the event later than
+# that after it happened. Such a grant is not applied (gold's `late_events` keeps it).
+ARRIVED_LATE = "arrived_late"
 QUARANTINE_COLUMNS = ["source_topic", "kafka_topic", "kafka_partition", "kafka_offset",
                       "kafka_timestamp", "kafka_key", "value", "errors", "reason", "quarantined_at"]
 
@@ -158,17 +165,18 @@ def parse_events(bronze: DataFrame, topic: TopicSettings) -> DataFrame:
         F.col("key").cast("string").alias("kafka_key"),
         F.col("value").cast("string").alias("value"),
         F.col("value").alias("_bytes"),
-        F.sha2("value", 256).alias("_digest"),
+        F.sha2("value", 256).alias(VALUE_DIGEST),
         F.col("topic").alias("kafka_topic"),
         F.col("partition").alias("kafka_partition"),
         F.col("offset").alias("kafka_offset"),
         F.col("timestamp").alias("kafka_timestamp"),
         "ingested_at",
     )
-    parsed = records.withColumn("_document", _document(F.col("value"), F.col("_digest"))) \
+    parsed = records.withColumn("_document", _document(F.col("value"), F.col(VALUE_DIGEST))) \
         .withColumn("_fields", F.try_variant_get("_document", "$[0]", "map<string,variant>"))
     readable = parsed.withColumn("_unreadable", _unreadable(
-        F.col("_bytes"), F.col("value"), F.col("_digest"), F.col("_document"), F.col("_fields"))) \
+        F.col("_bytes"), F.col("value"), F.col(VALUE_DIGEST), F.col("_document"),
+        F.col("_fields"))) \
         .withColumn("_fields", F.when(F.col("_unreadable").isNull(), F.col("_fields")))
     typed = {f.name: _typed(f, F.try_element_at("_fields", F.lit(f.name))) for f in schema}
     unknown = F.when(F.size(F.array_except(F.map_keys("_fields"),
@@ -179,29 +187,57 @@ def parse_events(bronze: DataFrame, topic: TopicSettings) -> DataFrame:
                      *rule_failures(dict(topic.rules)))
     errors = F.when(F.col("_unreadable").isNotNull(), F.array("_unreadable")).otherwise(
         F.filter(checks, lambda e: e.isNotNull()))
-    return events.withColumn("errors", errors).drop("_bytes", "_digest", "_document",
-                                                    "_unreadable", "_fields")
+    return events.withColumn("errors", errors).drop("_bytes", "_document", "_unreadable",
+                                                    "_fields")
 
 
 def well_formed_events(parsed: DataFrame, topic: TopicSettings) -> DataFrame:
     """Events whose value parsed into the contract's types, whatever the rules say of them.
 
-    The pipeline checks the rules on these as expectations, so failures are counted per rule.
+    Each keeps `errors`, where the rules' verdicts already are: the pipeline states each rule as
+    an expectation on that verdict (`rule_verdicts`), so failures are counted per rule without
+    evaluating a rule twice.
     """
     fields = [f.name for f in event_schema(topic)]
     parse_errors = F.array_except("errors", F.array(*[F.lit(name) for name in topic.rules]))
-    return parsed.where(F.size(parse_errors) == 0).select(*fields, "kafka_key", *LINEAGE)
+    return parsed.where(F.size(parse_errors) == 0).select(*fields, "kafka_key", *LINEAGE,
+                                                          VALUE_DIGEST, "errors")
 
 
-def silver_columns(events: DataFrame, topic: TopicSettings) -> DataFrame:
-    """The event's contract fields and its lineage: what a silver table stores."""
-    return events.select(*[f.name for f in event_schema(topic)], *LINEAGE)
+def rule_verdicts(topic: TopicSettings) -> dict[str, str]:
+    """Each rule as an expectation reading the verdict `parse_events` recorded in `errors`."""
+    return {name: f"NOT array_contains(errors, '{name}')" for name in topic.rules}
+
+
+def arrived_late(max_age: str) -> Column:
+    """Whether the broker received the event more than `max_age` after it happened.
+
+    Measured by the record's Kafka timestamp, a fact of the log, never by when the pipeline
+    runs: a rebuild months later, a full refresh or a restart after an outage decide the same.
+    """
+    if not max_age:
+        return F.lit(False)
+    return F.col("occurred_at") < F.col("kafka_timestamp") - F.expr(f"INTERVAL {max_age}")
+
+
+def silver_columns(topic: TopicSettings) -> list[str]:
+    """What a silver table stores: the event's contract fields, its lineage and, on topics with a
+    `max_event_age`, ARRIVED_LATE."""
+    late = [ARRIVED_LATE] if topic.max_event_age else []
+    return [*(f.name for f in event_schema(topic)), *LINEAGE, *late]
+
+
+def silver_events(checked: DataFrame, topic: TopicSettings) -> DataFrame:
+    """Valid events as silver stores them, redeliveries within the watermark dropped."""
+    if topic.max_event_age:
+        checked = checked.withColumn(ARRIVED_LATE, arrived_late(topic.max_event_age))
+    return deduplicate_events(checked, topic).select(*silver_columns(topic))
 
 
 def valid_events(parsed: DataFrame, topic: TopicSettings) -> DataFrame:
-    """Events that passed every check, with their Kafka lineage."""
+    """Events that passed every check, with their Kafka lineage and value digest."""
     fields = [f.name for f in event_schema(topic)]
-    return parsed.where(F.size("errors") == 0).select(*fields, *LINEAGE)
+    return parsed.where(F.size("errors") == 0).select(*fields, *LINEAGE, VALUE_DIGEST)
 
 
 def quarantined_records(parsed: DataFrame, topic: TopicSettings) -> DataFrame:
@@ -219,14 +255,28 @@ def quarantined_records(parsed: DataFrame, topic: TopicSettings) -> DataFrame:
     )
 
 
-def deduplicate_events(events: DataFrame, topic: TopicSettings) -> DataFrame:
-    """Drop redeliveries of an event_id seen within the watermark delay.
+def dedup_keys(events: DataFrame) -> list[str]:
+    """What makes a delivery a redelivery: the event_id and the value's bytes (VALUE_DIGEST) and,
+    where silver marks it, whether it arrived late.
 
-    Streaming state holds each event_id only until the watermark passes its occurred_at + delay,
-    so it stays bounded however long the stream runs. The first delivery seen is the one kept.
-    Event times are plausible by then: the `occurred_at_in_future` rule has quarantined any
-    event dated further after its Kafka timestamp than `max_clock_skew`, so no single clock can
-    move the watermark past the data.
+    Gold reads silver, so silver may only drop a delivery that gold would treat exactly like the
+    one it keeps. A byte-identical copy is that; a copy with other content under the same
+    event_id is not (gold's tie-break decides between them by content), nor is an in-time copy
+    of a grant whose first delivery was late (the ledger applies it).
     """
-    return events.withWatermark("occurred_at", topic.watermark_delay) \
-        .dropDuplicatesWithinWatermark(["event_id"])
+    return ["event_id", VALUE_DIGEST, *([ARRIVED_LATE] if ARRIVED_LATE in events.columns else [])]
+
+
+def deduplicate_events(events: DataFrame, topic: TopicSettings) -> DataFrame:
+    """Drop redeliveries seen within the watermark delay of the first copy's arrival.
+
+    The watermark follows `ingested_at`, when bronze ingested the record: it only grows from one
+    bronze update to the next, so a record new to silver is never behind the watermark, however
+    long after it happened it was produced (an event-time watermark would drop such an event as
+    late) and however far behind the others its partition was read. Streaming state holds each
+    key until the watermark passes its arrival + delay, so it stays bounded. The first delivery
+    seen is the one kept. Redeliveries later than that reach gold, whose durable guards (the
+    sequence, the ledger's event_id) ignore them.
+    """
+    return events.withWatermark("ingested_at", topic.watermark_delay) \
+        .dropDuplicatesWithinWatermark(dedup_keys(events))
