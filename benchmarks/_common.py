@@ -1,0 +1,118 @@
+"""Helpers of redelivery_bench.py: sizes on disk, the commit, and kcat feeds that grow in parts."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from exactly_once.kafka.generator import GeneratorConfig, generate_stream
+from exactly_once.kafka.kcat import KafkaRecord, as_consumed, write_kcat_jsonl
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def du(path: Path) -> int:
+    """Bytes of every file under `path` (0 if it does not exist)."""
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.exists() else 0
+
+
+def mib(n: int) -> str:
+    return f"{n / 2**20:,.2f} MiB"
+
+
+def commit() -> str:
+    """Short HEAD, with +dirty when src/ or pipelines/ differ from it (what the numbers measure)."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True,
+                              check=True).stdout.strip()
+    dirty = git("status", "--porcelain", "--", "src", "pipelines")
+    return git("rev-parse", "--short", "HEAD") + ("+dirty" if dirty else "")
+
+
+def stream_records(events: int, seed: int = 1) -> list[KafkaRecord]:
+    """One generated stream as consumed from partition 0: 20% duplicates, 10% out of order,
+    1% malformed; one order per 10 events, one player per 50 (the BENCHMARKS.md shape)."""
+    return as_consumed(generate_stream(GeneratorConfig(
+        events=events, orders=max(events // 10, 1), players=max(events // 50, 1),
+        duplicate_rate=0.2, late_redelivery_rate=0.0, out_of_order_rate=0.1,
+        malformed_rate=0.01, seed=seed)))
+
+
+@dataclass
+class Feed:
+    """A topic on disk as `part-NNN.jsonl` files, read with the source glob `file:DIR/part-*`.
+
+    Each part is a fresh generated stream (its own seed, so new event ids) over the same orders
+    and players, made to continue the parts before it as one topic would: offsets go on from the
+    last part's (as_consumed restarts at 0, and bronze would take a repeated offset for a
+    redelivery), event time starts after the last Kafka timestamp, and each order's sequence
+    numbers go on from its highest so far (the generator restarts every order at 1, which gold
+    would ignore as stale).
+    """
+
+    directory: Path
+    orders: int
+    players: int
+    parts: int = 0
+    next_offset: dict[str, int] = field(default_factory=dict)
+    max_sequence: dict[str, int] = field(default_factory=dict)
+    event_ids: set[str] = field(default_factory=set)
+    last_ms: int = 0
+
+    @classmethod
+    def for_history(cls, directory: Path, history: int) -> Feed:
+        directory.mkdir(parents=True, exist_ok=True)
+        return cls(directory, orders=max(history // 10, 1), players=max(history // 50, 1))
+
+    @property
+    def source(self) -> str:
+        return f"file:{self.directory.resolve()}/part-*.jsonl"
+
+    def append(self, events: int, seed: int) -> int:
+        """Writes the next part with `events` original events; returns its record count."""
+        start = (datetime.fromtimestamp(self.last_ms / 1000, timezone.utc) + timedelta(minutes=1)
+                 if self.last_ms else GeneratorConfig.start)
+        records = as_consumed(generate_stream(GeneratorConfig(
+            events=events, orders=self.orders, players=self.players, seed=seed, start=start)))
+        payloads = [_object(r.payload) for r in records]
+        ids = {p["event_id"] for p in payloads if isinstance(p.get("event_id"), str)}
+        # Different seeds give different UUIDs; should two ever meet, keep this part's apart.
+        prefix = f"part{self.parts}-" if ids & self.event_ids else ""
+        base = dict(self.max_sequence)  # this part's sequences go on from the previous parts'
+        part = [self._continued(r, p, base, prefix) for r, p in zip(records, payloads,
+                                                                    strict=True)]
+        for record in part:
+            self.next_offset[record.topic] = max(self.next_offset.get(record.topic, 0),
+                                                 (record.offset or 0) + 1)
+            self.last_ms = max(self.last_ms, record.timestamp_ms or 0)
+        self.event_ids |= {prefix + i for i in ids}
+        write_kcat_jsonl(self.directory / f"part-{self.parts:03d}.jsonl", part)
+        self.parts += 1
+        return len(part)
+
+    def _continued(self, record: KafkaRecord, payload: dict, base: dict[str, int],
+                   prefix: str) -> KafkaRecord:
+        record = replace(record, offset=(record.offset or 0) + self.next_offset.get(
+            record.topic, 0))
+        if not payload:  # not a JSON object (a malformed record): bytes left as generated
+            return record
+        order, sequence = payload.get("order_id"), payload.get("sequence")
+        if isinstance(order, str) and type(sequence) is int:
+            payload["sequence"] = sequence + base.get(order, 0)
+            self.max_sequence[order] = max(self.max_sequence.get(order, 0), payload["sequence"])
+        if prefix and isinstance(payload.get("event_id"), str):
+            payload["event_id"] = prefix + payload["event_id"]
+        # Same dumps as the generator, so a duplicate's bytes still equal its original's.
+        return replace(record, payload=json.dumps(payload))
+
+
+def _object(payload: str | None) -> dict:
+    """The payload as a fresh dict, or {} when it is not a JSON object."""
+    try:
+        value = json.loads(payload or "")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
