@@ -36,8 +36,10 @@ demo: setup
 test: test-setup
 	$(BIN)/pytest
 
+# Style, then types (mypy reads its settings, `files = src` included, from pyproject.toml).
 lint: setup
 	$(BIN)/ruff check src tests pipelines
+	$(BIN)/mypy
 
 broker-start: setup
 	$(BIN)/exactly-once broker start

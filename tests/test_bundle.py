@@ -133,7 +133,7 @@ def test_quality_job_refreshes_the_pipeline_then_validates(validated, target):
         target, f"{schema['catalog']}.{schema['schema']}")
     [env] = job["environments"]
     files = validated[target]["workspace"]["file_path"]
-    assert env["spec"]["dependencies"] == [f"--editable {files}"]
+    assert env["spec"]["dependencies"] == [f"--editable {files}[quality]"]  # GX: quality only
 
 
 @pytest.mark.parametrize("breakage, target, message", [

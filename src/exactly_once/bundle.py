@@ -180,9 +180,10 @@ def dbx_deployment(conf_dir: Path = CONF_DIR) -> dict[str, Any]:
                  }},
             ],
             # Serverless, with the package installed editable from the Git folder: conf/ is then
-            # next to it, where `quality validate` reads the target's expectations.
+            # next to it, where `quality validate` reads the target's expectations. The `quality`
+            # extra brings Great Expectations, which the pipeline's environment does without.
             "environments": [{"environment_key": "default", "spec": {
-                "environment_version": "4", "dependencies": [f"--editable {folder}"]}}],
+                "environment_version": "4", "dependencies": [f"--editable {folder}[quality]"]}}],
         }
         environments[target] = {"workflows": [pipeline, job]}
     return {"build": {"no_build": True}, "environments": environments}
