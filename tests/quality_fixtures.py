@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from exactly_once.config import Settings, load_settings
+from exactly_once.config import Settings, load_quality, load_settings
 from exactly_once.kafka.generator import GeneratorConfig, generate_stream
 from exactly_once.kafka.kcat import write_kcat_jsonl
 from exactly_once.local.pipeline import run_pipeline
@@ -59,7 +59,6 @@ def validated(spark, quality_run):
 
 
 def _validated(spark, quality_run):
-    from exactly_once.quality.gx_suites import load_quality
     from exactly_once.quality.validate import validate, warehouse_reader
 
     data_docs = quality_run.warehouse.parent / "data_docs"

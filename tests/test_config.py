@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from exactly_once.config import Settings, SettingsError, load_settings
+from exactly_once.config import Settings, SettingsError, TableQuality, load_quality, load_settings
 
 
 def test_local_settings_round_trip_through_spark_conf_keys():
@@ -66,3 +66,39 @@ def test_max_clock_skew_adds_the_plausibility_rule_after_the_configured_ones():
     assert later.topic("orders").rules["occurred_at_in_future"].endswith("INTERVAL 1 hour")
     none = Settings.from_conf((conf | {"exactly_once.topics.orders.max_clock_skew": ""}).get)
     assert "occurred_at_in_future" not in none.topic("orders").rules
+
+
+def test_quality_tables_come_from_base_with_the_target_merged_over(tmp_path: Path):
+    conf = tmp_path / "conf"
+    (conf / "targets").mkdir(parents=True)
+    (conf / "base.yml").write_text(Path("conf/base.yml").read_text())
+    (conf / "targets" / "x.yml").write_text(
+        "quality:\n  tables:\n    orders:\n      unique: [order_id, customer_id]\n")
+    (conf / "targets" / "plain.yml").write_text("")
+    quality = load_quality("x", conf_dir=conf)
+    assert quality == load_quality("plain", conf_dir=conf) | {"orders": TableQuality(
+        **{**vars(quality["orders"]), "unique": ("order_id", "customer_id")})}
+    assert quality["orders"].ranges == {"amount": {"min": 0}}  # untouched base value
+    assert quality["orders"].parameter == "silver_orders_distinct_order_id"
+    assert quality["silver_orders"].topic == "orders" and quality["silver_orders"].parameter is None
+
+
+@pytest.mark.parametrize("override, message", [
+    ("quality:\n  tables:\n    orders:\n      uniqe: [order_id]\n",
+     r"quality.tables.orders has unknown keys \['uniqe'\]"),
+    ("quality:\n  tables:\n    silver_orders:\n      keys_at_most_in: {key: order_id}\n",
+     "quality.tables.silver_orders.keys_at_most_in needs `table` and `key`"),
+    ("quality:\n  tables: {}\n", None),
+])
+def test_bad_quality_tables_fail_naming_the_table(tmp_path: Path, override, message):
+    conf = tmp_path / "conf"
+    (conf / "targets").mkdir(parents=True)
+    base = Path("conf/base.yml").read_text()
+    if message is None:  # no tables at all, in base or target
+        base, message = base[:base.index("\nquality:")] + "\n", "conf has no quality.tables"
+    (conf / "base.yml").write_text(base)
+    (conf / "targets" / "x.yml").write_text(override)
+    with pytest.raises(SettingsError, match=message):
+        load_quality("x", conf_dir=conf)
+    with pytest.raises(SettingsError, match="unknown target 'staging'"):
+        load_quality("staging", conf_dir=conf)

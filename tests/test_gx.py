@@ -8,7 +8,8 @@ import quality_fixtures
 from pyspark.sql import functions as F
 
 from exactly_once import cli
-from exactly_once.quality.gx_suites import applicable_rules, build_suite, load_quality
+from exactly_once.config import load_quality
+from exactly_once.quality.gx_suites import applicable_rules, build_suite
 
 quality_run = quality_fixtures.quality_run  # session fixtures: one shared run and validation
 validated = quality_fixtures.validated

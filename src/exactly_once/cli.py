@@ -168,7 +168,7 @@ def _quality_session(args: argparse.Namespace):
 
 
 def cmd_quality_validate(args: argparse.Namespace) -> int:
-    from exactly_once.quality.gx_suites import load_quality
+    from exactly_once.config import load_quality
     from exactly_once.quality.validate import catalog_reader, validate, warehouse_reader
 
     settings = _settings(args)

@@ -262,13 +262,64 @@ def _flatten_yaml(doc: Mapping[str, Any]) -> dict[str, str]:
 def load_settings(target: str = "local", conf_dir: Path = CONF_DIR,
                   overrides: Mapping[str, str] | None = None) -> Settings:
     """Settings for a target from conf/base.yml + conf/targets/<target>.yml (+ flat overrides)."""
+    flat = _flatten_yaml(_target_document(target, conf_dir)) | dict(overrides or {})
+    return Settings.from_conf(flat.get)
+
+
+@dataclass(frozen=True)
+class TableQuality:
+    """The table-level checks of one table (`quality.tables.<table>`), for its GX suite."""
+
+    table: str
+    topic: str | None = None  # the topic whose rules also apply, where the table has their columns
+    not_null: tuple[str, ...] = ()
+    unique: tuple[str, ...] = ()
+    allowed_values: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    ranges: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # {table, key}: this table has at most as many rows as that table has distinct keys.
+    keys_at_most_in: Mapping[str, str] | None = None
+
+    @property
+    def parameter(self) -> str | None:
+        """The suite parameter holding the other table's distinct key count."""
+        if not self.keys_at_most_in:
+            return None
+        return f"{self.keys_at_most_in['table']}_distinct_{self.keys_at_most_in['key']}"
+
+
+_TABLE_QUALITY_KEYS = {"topic", "not_null", "unique", "allowed_values", "ranges", "keys_at_most_in"}
+
+
+def load_quality(target: str = "local", conf_dir: Path = CONF_DIR) -> dict[str, TableQuality]:
+    """`quality.tables` for a target, from conf/base.yml + conf/targets/<target>.yml."""
+    doc = _target_document(target, conf_dir)
+    tables = (doc.get("quality") or {}).get("tables") or {}
+    if not tables:
+        raise SettingsError("conf has no quality.tables")
+    result = {}
+    for name, spec in tables.items():
+        spec = dict(spec or {})
+        unknown = set(spec) - _TABLE_QUALITY_KEYS
+        if unknown:
+            raise SettingsError(f"quality.tables.{name} has unknown keys {sorted(unknown)}")
+        link = spec.get("keys_at_most_in")
+        if link is not None and not {"table", "key"} <= set(link):
+            raise SettingsError(f"quality.tables.{name}.keys_at_most_in needs `table` and `key`")
+        result[name] = TableQuality(
+            table=name, topic=spec.get("topic"),
+            not_null=tuple(spec.get("not_null") or ()), unique=tuple(spec.get("unique") or ()),
+            allowed_values={c: tuple(v) for c, v in (spec.get("allowed_values") or {}).items()},
+            ranges=dict(spec.get("ranges") or {}), keys_at_most_in=link)
+    return result
+
+
+def _target_document(target: str, conf_dir: Path) -> dict[str, Any]:
+    """conf/base.yml with conf/targets/<target>.yml merged over it."""
     target_file = conf_dir / "targets" / f"{target}.yml"
     if not target_file.exists():
         known = sorted(p.stem for p in (conf_dir / "targets").glob("*.yml"))
         raise SettingsError(f"unknown target {target!r}; conf/targets has {known}")
-    doc = _deep_merge(_read_yaml(conf_dir / "base.yml"), _read_yaml(target_file))
-    flat = _flatten_yaml(doc) | dict(overrides or {})
-    return Settings.from_conf(flat.get)
+    return _deep_merge(_read_yaml(conf_dir / "base.yml"), _read_yaml(target_file))
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:

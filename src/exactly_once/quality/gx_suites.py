@@ -1,70 +1,27 @@
 """Great Expectations 1.x suites for the silver and gold tables, built from `conf/`.
 
-`quality.tables.<table>` in conf/base.yml (overridable per target) lists the table-level checks:
-`not_null`, `unique`, `allowed_values`, `ranges` and `keys_at_most_in` (the table has no more rows
-than the other table has distinct keys: gold keys <= silver keys). A table with a `topic` also gets
-that topic's `rules` (the ones that drive the pipeline expectations and the quarantine) wherever
-the table has the columns a rule reads; each becomes an `UnexpectedRowsExpectation` selecting the
-rows where the rule is false or NULL.
+`quality.tables.<table>` in conf/base.yml (overridable per target, read by
+`config.load_quality`) lists the table-level checks: `not_null`, `unique`, `allowed_values`,
+`ranges` and `keys_at_most_in` (the table has no more rows than the other table has distinct
+keys: gold keys <= silver keys). A table with a `topic` also gets that topic's `rules` (the ones
+that drive the pipeline expectations and the quarantine) wherever the table has the columns a
+rule reads; each becomes an `UnexpectedRowsExpectation` selecting the rows where the rule is
+false or NULL.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from exactly_once.config import Settings, SettingsError, _deep_merge, _read_yaml
-from exactly_once.paths import CONF_DIR
+from exactly_once.config import Settings, TableQuality
 
-
-@dataclass(frozen=True)
-class TableQuality:
-    table: str
-    topic: str | None = None
-    not_null: tuple[str, ...] = ()
-    unique: tuple[str, ...] = ()
-    allowed_values: Mapping[str, tuple] = field(default_factory=dict)
-    ranges: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    keys_at_most_in: Mapping[str, str] | None = None  # {table, key}
-
-    @property
-    def parameter(self) -> str | None:
-        """The suite parameter holding the other table's distinct key count."""
-        if not self.keys_at_most_in:
-            return None
-        return f"{self.keys_at_most_in['table']}_distinct_{self.keys_at_most_in['key']}"
+if TYPE_CHECKING:  # annotations only: GX and Spark are imported where they are used
+    from great_expectations import ExpectationSuite
+    from pyspark.sql import DataFrame
 
 
-def load_quality(target: str = "local", conf_dir: Path = CONF_DIR) -> dict[str, TableQuality]:
-    """`quality.tables` of conf/base.yml merged with conf/targets/<target>.yml."""
-    target_file = conf_dir / "targets" / f"{target}.yml"
-    if not target_file.exists():
-        raise SettingsError(f"unknown target {target!r}")
-    doc = _deep_merge(_read_yaml(conf_dir / "base.yml"), _read_yaml(target_file))
-    tables = ((doc.get("quality") or {}).get("tables")) or {}
-    if not tables:
-        raise SettingsError("conf has no quality.tables")
-    result = {}
-    for name, spec in tables.items():
-        spec = dict(spec or {})
-        unknown = set(spec) - {"topic", "not_null", "unique", "allowed_values", "ranges",
-                               "keys_at_most_in"}
-        if unknown:
-            raise SettingsError(f"quality.tables.{name} has unknown keys {sorted(unknown)}")
-        link = spec.get("keys_at_most_in")
-        if link is not None and not {"table", "key"} <= set(link):
-            raise SettingsError(f"quality.tables.{name}.keys_at_most_in needs `table` and `key`")
-        result[name] = TableQuality(
-            table=name, topic=spec.get("topic"),
-            not_null=tuple(spec.get("not_null") or ()), unique=tuple(spec.get("unique") or ()),
-            allowed_values={c: tuple(v) for c, v in (spec.get("allowed_values") or {}).items()},
-            ranges=dict(spec.get("ranges") or {}), keys_at_most_in=link)
-    return result
-
-
-def applicable_rules(rules: Mapping[str, str], df) -> dict[str, str]:
+def applicable_rules(rules: Mapping[str, str], df: DataFrame) -> dict[str, str]:
     """The rules Spark can evaluate on `df` (every column they read is there)."""
     import logging
 
@@ -86,7 +43,8 @@ def applicable_rules(rules: Mapping[str, str], df) -> dict[str, str]:
     return usable
 
 
-def build_suite(tq: TableQuality, settings: Settings | None = None, df=None):
+def build_suite(tq: TableQuality, settings: Settings | None = None,
+                df: DataFrame | None = None) -> ExpectationSuite:
     """The table's ExpectationSuite (`df` decides which topic rules apply)."""
     import great_expectations as gx
     import great_expectations.expectations as gxe
@@ -102,11 +60,11 @@ def build_suite(tq: TableQuality, settings: Settings | None = None, df=None):
     for column, bounds in tq.ranges.items():
         suite.add_expectation(gxe.ExpectColumnValuesToBeBetween(
             column=column, min_value=bounds.get("min"), max_value=bounds.get("max")))
-    if tq.parameter:
+    link = tq.keys_at_most_in
+    if link:
         suite.add_expectation(gxe.ExpectTableRowCountToBeBetween(
             min_value=0, max_value={"$PARAMETER": tq.parameter},
-            description=f"rows <= distinct `{tq.keys_at_most_in['key']}` in "
-                        f"`{tq.keys_at_most_in['table']}`"))
+            description=f"rows <= distinct `{link['key']}` in `{link['table']}`"))
     if tq.topic and settings is not None and df is not None:
         rules = applicable_rules(settings.topic(tq.topic).rules, df)
         for name, sql in rules.items():

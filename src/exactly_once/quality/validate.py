@@ -16,8 +16,8 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from exactly_once.config import Settings
-from exactly_once.quality.gx_suites import TableQuality, build_suite
+from exactly_once.config import Settings, TableQuality
+from exactly_once.quality.gx_suites import build_suite
 from exactly_once.quality.paths import DEFAULT_DATA_DOCS, QualityError
 
 __all__ = ["DEFAULT_DATA_DOCS", "QualityError", "validate", "warehouse_reader", "catalog_reader"]

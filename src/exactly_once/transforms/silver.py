@@ -21,7 +21,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from exactly_once.config import TopicSettings
+from exactly_once.config import PREFIX, SettingsError, TopicSettings
 
 # Reasons a value cannot be read as one JSON object at all. Each is the record's only reason:
 # checking the fields of something unreadable would only repeat it.
@@ -76,7 +76,12 @@ QUARANTINE_COLUMNS = ["source_topic", "kafka_topic", "kafka_partition", "kafka_o
 
 
 def event_schema(topic: TopicSettings) -> StructType:
-    return StructType.fromDDL(topic.schema)
+    """The contract's typed fields, from the topic's DDL (`a STRING, b BIGINT`)."""
+    schema = StructType.fromDDL(topic.schema)
+    if not isinstance(schema, StructType):  # a lone type (`STRING`) parses, but has no fields
+        raise SettingsError(f"setting {PREFIX}.topics.{topic.name}.schema must list fields, got "
+                            f"{topic.schema!r}")
+    return schema
 
 
 def rule_failures(rules: dict[str, str]) -> list[Column]:
