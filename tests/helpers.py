@@ -7,8 +7,11 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
+from exactly_once.config import TopicSettings
 from exactly_once.transforms.bronze import with_ingestion_time
+from exactly_once.transforms.silver import rule_verdicts, well_formed_events
 
 KAFKA_SCHEMA = ("key BINARY, value BINARY, topic STRING, partition INT, offset BIGINT, "
                 "timestamp TIMESTAMP, timestampType INT, "
@@ -48,6 +51,16 @@ def kafka_rows(spark: SparkSession, records: list[tuple[str, str | None, object]
         rows.append((None if key is None else key.encode(), value, topic, 0,
                      first_offset + i, timestamp, 0, []))
     return with_ingestion_time(spark.createDataFrame(rows, KAFKA_SCHEMA))
+
+
+def checked_events(parsed: DataFrame, topic: TopicSettings) -> DataFrame:
+    """What the pipeline's `checked_<topic>` view passes on to silver, without the runtime: the
+    well-formed events that `@dp.expect_all_or_drop(rule_verdicts(topic))` keeps (a constraint
+    that is false or NULL drops the row)."""
+    checked = well_formed_events(parsed, topic)
+    for constraint in rule_verdicts(topic).values():
+        checked = checked.where(F.coalesce(F.expr(constraint), F.lit(False)))
+    return checked
 
 
 @contextmanager

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import contract_oracle
 import pytest
-from helpers import kafka_rows, order, reward
+from helpers import checked_events, kafka_rows, order, reward
 from jsonschema import Draft202012Validator
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
@@ -37,7 +37,6 @@ from exactly_once.transforms.silver import (
     invalid_scale,
     parse_events,
     quarantined_records,
-    valid_events,
     well_formed_events,
 )
 
@@ -85,7 +84,7 @@ def test_what_lenient_parsing_let_through_is_quarantined_with_its_reason(spark, 
                                                                          payload, errors):
     orders = settings.topic("orders")
     parsed = parse_events(delivered(spark, [("orders", "o1", payload)]), orders)
-    assert valid_events(parsed, orders).count() == 0
+    assert checked_events(parsed, orders).count() == 0
     (row,) = quarantined_records(parsed, orders).collect()
     assert row["errors"] == errors
     raw = payload if isinstance(payload, bytes) else payload.encode()
@@ -98,7 +97,7 @@ def test_valid_values_reach_silver_exactly_as_sent(spark, settings):
     sent = order("e\u00e9\U0001f600\u0000", "o1", 9223372036854775807, amount="129.9",
                  status='{"a": 1}', occurred_at="2026-11-20T23:30:00.123456-01:30")
     parsed = parse_events(delivered(spark, [("orders", "o1", sent)]), orders)
-    (row,) = valid_events(parsed, orders).collect()
+    (row,) = checked_events(parsed, orders).collect()
     assert row["event_id"] == sent["event_id"] and row["status"] == '{"a": 1}'  # a string stays
     assert row["sequence"] == 9223372036854775807 and row["amount"] == Decimal("129.90")
     assert row["occurred_at"].isoformat() == "2026-11-21T01:00:00.123456"  # UTC, same instant

@@ -30,7 +30,7 @@ from contract_oracle import (
     judge,
     validator,
 )
-from helpers import KAFKA_SCHEMA
+from helpers import KAFKA_SCHEMA, checked_events
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from reference import MAX_EVENT_AGE
@@ -45,7 +45,6 @@ from exactly_once.transforms.silver import (
     event_schema,
     parse_events,
     quarantined_records,
-    valid_events,
 )
 
 EXAMPLES_KNOB = "EXACTLY_ONCE_CONTRACT_EXAMPLES"
@@ -521,8 +520,8 @@ def test_the_pipeline_agrees_with_the_oracle_on_every_record(spark, settings, tm
 
 def test_the_transforms_agree_with_the_oracle_on_raw_bytes(spark, settings):
     """Raw Kafka bytes, some not UTF-8, and more event times back to year 1000, through the
-    transforms the pipeline files compose: parse_events, then valid_events (no watermark here) /
-    quarantined_records."""
+    transforms the pipeline files compose: parse_events, then well_formed_events and the rules'
+    expectations (helpers.checked_events; no watermark here) / quarantined_records."""
     records = generated(EXAMPLES, ancient=True, bytes_too=True)
     rows = [(None if r.key is None else r.key.encode(), r.value, r.topic, 0, i, r.kafka_time,
              0, []) for i, r in enumerate(records)]
@@ -531,7 +530,7 @@ def test_the_transforms_agree_with_the_oracle_on_raw_bytes(spark, settings):
     for kafka_topic, name in TOPICS.items():
         topic = settings.topic(name)
         parsed = parse_events(bronze, topic)
-        silver |= _silver_rows({kafka_topic: valid_events(parsed, topic).collect()})
+        silver |= _silver_rows({kafka_topic: checked_events(parsed, topic).collect()})
         quarantine |= {(r["kafka_topic"], r["kafka_offset"]): r["errors"]
                        for r in quarantined_records(parsed, topic).collect()}
     problems, seen = check(records, list(range(len(records))), silver, quarantine, settings)

@@ -8,12 +8,13 @@ import textwrap
 
 import pytest
 import quality_fixtures
+from helpers import checked_events
 from pyspark.sql import functions as F
 
 from exactly_once.local import expectations as ex
 from exactly_once.local.flows import FlowError
 from exactly_once.local.pipeline import run_pipeline
-from exactly_once.transforms.silver import VALUE_DIGEST, parse_events, valid_events
+from exactly_once.transforms.silver import VALUE_DIGEST, parse_events
 
 quality_run = quality_fixtures.quality_run  # session fixture: one shared pipeline run
 
@@ -135,7 +136,8 @@ def test_silver_contents_are_what_the_rules_allow(spark, quality_run):
     for topic_name, table in [("orders", "silver_orders"),
                               ("player_rewards", "silver_player_rewards")]:
         topic = quality_run.settings.topic(topic_name)
-        valid = valid_events(parse_events(bronze, topic), topic).drop(VALUE_DIGEST)
+        valid = checked_events(parse_events(bronze, topic), topic) \
+            .drop(VALUE_DIGEST, "kafka_key", "errors")
         silver = spark.read.format("delta").load(str(wh / table))
         assert silver.select(*valid.columns).subtract(valid).count() == 0
         assert silver.select("event_id").distinct().count() == \

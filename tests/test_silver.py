@@ -1,18 +1,32 @@
-"""Parsing, validation and redelivery dedup of silver, on small DataFrames and real streams."""
+"""Parsing, validation and redelivery dedup of silver, on small DataFrames and real streams.
+
+Each test composes the functions the pipeline files call, as they call them: `parse_events`
+(parsed_*.py), `well_formed_events` under `rule_verdicts` expectations (silver_*.py's
+`checked_<topic>` view; `helpers.checked_events` applies them as `expect_all_or_drop` does),
+`silver_events` (silver_*.py) and `quarantined_records` (quarantine.py).
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import datetime, timezone
 
-from helpers import kafka_rows, order, reward
+import pytest
+from helpers import checked_events, kafka_rows, order, reward
 
+from exactly_once.config import SettingsError
 from exactly_once.transforms.bronze import read_kcat_file, with_ingestion_time
 from exactly_once.transforms.silver import (
-    deduplicate_events,
+    ARRIVED_LATE,
+    LINEAGE,
+    event_schema,
     parse_events,
     quarantined_records,
-    valid_events,
+    rule_verdicts,
+    silver_columns,
+    silver_events,
+    well_formed_events,
 )
 
 # The helpers' events happen at 2026-11-21T10:00:00Z (the watermark test's up to 10:05);
@@ -30,15 +44,82 @@ def errors_by_event(spark, settings, topic_name, records):
     return {r["kafka_offset"]: r["errors"] for r in parsed.collect()}
 
 
-def test_a_valid_order_is_parsed_with_the_contract_types(spark, settings):
+def _write_batch(directory, name, records):
+    ts = int(KAFKA_TIME.timestamp() * 1000)
+    lines = [json.dumps({"topic": t, "partition": 0, "offset": o, "ts": ts, "headers": [],
+                         "key": k, "payload": json.dumps(p)}) for o, (t, k, p) in records]
+    (directory / name).write_text("\n".join(lines) + "\n")
+
+
+def stream_silver(spark, topic, root):
+    """Silver as the pipeline builds it (parsed_*, checked_*, silver_*), streamed from the kcat
+    files in `root/in` by one availableNow trigger into the Delta table `root/out`; the table.
+
+    silver_events drops duplicates within the watermark, which only a stream can do.
+    """
+    bronze = with_ingestion_time(read_kcat_file(spark, f"{root / 'in'}/*.json"))
+    events = silver_events(checked_events(parse_events(bronze, topic), topic), topic)
+    events.writeStream.format("delta").option("checkpointLocation", str(root / "checkpoint")) \
+        .trigger(availableNow=True).start(str(root / "out")).awaitTermination()
+    return spark.read.format("delta").load(str(root / "out"))
+
+
+def test_a_valid_order_reaches_silver_with_the_contract_types(spark, settings, tmp_path):
     orders = settings.topic("orders")
-    parsed = parse_events(delivered(spark, [("orders", "o1", order("e1", "o1", 3,
-                                                                    amount="129.90"))]), orders)
-    (row,) = valid_events(parsed, orders).collect()
+    record = ("orders", "o1", order("e1", "o1", 3, amount="129.90"))
+    parsed = parse_events(delivered(spark, [record]), orders)
+    assert quarantined_records(parsed, orders).count() == 0
+    (tmp_path / "in").mkdir()
+    _write_batch(tmp_path / "in", "1.json", [(0, record)])
+    silver = stream_silver(spark, orders, tmp_path)
+    assert silver.columns == silver_columns(orders) == [
+        *(f.name for f in event_schema(orders)), *LINEAGE]  # orders have no max_event_age
+    (row,) = silver.collect()
     assert row["sequence"] == 3 and str(row["amount"]) == "129.90"
     assert row["occurred_at"].isoformat().startswith("2026-11-21T10:00")
     assert row["kafka_offset"] == 0
-    assert quarantined_records(parsed, orders).count() == 0
+
+
+def test_a_rule_breaker_is_well_formed_and_dropped_by_its_expectation(spark, settings):
+    """Malformed records never reach the expectations; a well-formed event that breaks a rule
+    does, and only the expectation named after that rule fails on it."""
+    orders = settings.topic("orders")
+    parsed = parse_events(delivered(spark, [
+        ("orders", "o1", order("e1", "o1", 1)),
+        ("orders", "o1", order("e2", "o1", 2, amount="-3.00")),  # breaks non_negative_amount
+        ("orders", "o1", "{not json"),
+    ]), orders)
+    well_formed = {r["kafka_offset"]: r for r in well_formed_events(parsed, orders).collect()}
+    assert sorted(well_formed) == [0, 1]
+    verdicts = rule_verdicts(orders)
+    assert set(verdicts) == set(orders.rules)
+    failing = {name for name, sql in verdicts.items()
+               if not well_formed_events(parsed, orders).where("kafka_offset = 1")
+               .selectExpr(sql).first()[0]}
+    assert failing == {"non_negative_amount"}
+    assert [r["kafka_offset"] for r in checked_events(parsed, orders).collect()] == [0]
+    assert sorted(r["kafka_offset"] for r in quarantined_records(parsed, orders).collect()) == \
+        [1, 2]
+
+
+def test_silver_marks_grants_the_broker_received_after_max_event_age(spark, settings,
+                                                                     tmp_path):
+    rewards = settings.topic("player_rewards")  # max_event_age: 30 days
+    (tmp_path / "in").mkdir()
+    _write_batch(tmp_path / "in", "1.json", [
+        (0, ("player-rewards", "p1", reward("x1", "p1", 5))),
+        (1, ("player-rewards", "p1", reward("x2", "p1", 5, occurred_at="2026-10-01T10:00:00Z"))),
+    ])
+    silver = stream_silver(spark, rewards, tmp_path)
+    assert silver.columns == silver_columns(rewards) and silver.columns[-1] == ARRIVED_LATE
+    assert {r["event_id"]: r[ARRIVED_LATE] for r in silver.collect()} == {"x1": False,
+                                                                        "x2": True}
+
+
+def test_a_schema_without_fields_is_a_settings_error(spark, settings):
+    broken = dataclasses.replace(settings.topic("orders"), schema="STRING")
+    with pytest.raises(SettingsError, match="exactly_once.topics.orders.schema must list fields"):
+        event_schema(broken)
 
 
 BAD_ORDERS = [
@@ -93,28 +174,17 @@ def test_quarantine_keeps_the_raw_record_and_reason(spark, settings):
     assert row["reason"] == "malformed_json" and row["kafka_offset"] == 0
 
 
-def _write_batch(directory, name, records):
-    ts = int(KAFKA_TIME.timestamp() * 1000)
-    lines = [json.dumps({"topic": t, "partition": 0, "offset": o, "ts": ts, "headers": [],
-                         "key": k, "payload": json.dumps(p)}) for o, (t, k, p) in records]
-    (directory / name).write_text("\n".join(lines) + "\n")
-
-
 def test_watermark_dedup_drops_redeliveries_across_micro_batches(spark, settings, tmp_path):
     """A real stream: each availableNow trigger is one micro-batch over the files so far."""
     orders = settings.topic("orders")  # watermark delay: 10 minutes
-    inbox, out = tmp_path / "in", tmp_path / "out"
+    inbox = tmp_path / "in"
     inbox.mkdir()
     first = order("e1", "o1", 1, occurred_at="2026-11-21T10:00:00Z")
     _write_batch(inbox, "1.json", [(0, ("orders", "o1", first)), (1, ("orders", "o1", first))])
 
     def run_trigger():
-        bronze = with_ingestion_time(read_kcat_file(spark, f"{inbox}/*.json"))
-        events = deduplicate_events(valid_events(parse_events(bronze, orders), orders), orders)
-        events.writeStream.format("delta").option("checkpointLocation", str(tmp_path / "ckpt")) \
-            .trigger(availableNow=True).start(str(out)).awaitTermination()
         return sorted((r["event_id"], r["kafka_offset"])
-                      for r in spark.read.format("delta").load(str(out)).collect())
+                      for r in stream_silver(spark, orders, tmp_path).collect())
 
     assert run_trigger() == [("e1", 0)]  # duplicate inside one batch: first delivery kept
     later = order("e2", "o1", 2, occurred_at="2026-11-21T10:05:00Z")

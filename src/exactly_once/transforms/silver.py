@@ -71,8 +71,6 @@ VALUE_DIGEST = "value_sha256"
 # Silver's column, on topics with a `max_event_age`: the broker received the event later than
 # that after it happened. Such a grant is not applied (gold's `late_events` keeps it).
 ARRIVED_LATE = "arrived_late"
-QUARANTINE_COLUMNS = ["source_topic", "kafka_topic", "kafka_partition", "kafka_offset",
-                      "kafka_timestamp", "kafka_key", "value", "errors", "reason", "quarantined_at"]
 
 
 def event_schema(topic: TopicSettings) -> StructType:
@@ -237,12 +235,6 @@ def silver_events(checked: DataFrame, topic: TopicSettings) -> DataFrame:
     if topic.max_event_age:
         checked = checked.withColumn(ARRIVED_LATE, arrived_late(topic.max_event_age))
     return deduplicate_events(checked, topic).select(*silver_columns(topic))
-
-
-def valid_events(parsed: DataFrame, topic: TopicSettings) -> DataFrame:
-    """Events that passed every check, with their Kafka lineage and value digest."""
-    fields = [f.name for f in event_schema(topic)]
-    return parsed.where(F.size("errors") == 0).select(*fields, *LINEAGE, VALUE_DIGEST)
 
 
 def quarantined_records(parsed: DataFrame, topic: TopicSettings) -> DataFrame:
