@@ -14,7 +14,7 @@ dp.create_streaming_table(
 
 for topic in settings.topics.values():
 
-    @dp.append_flow(target="quarantine", name=f"quarantine_{topic.name}")
+    @dp.append_flow(target="quarantine", name=f"quarantine_{topic.dataset_suffix}")
     @dp.expect("names_its_reasons", "size(errors) > 0 AND reason <> ''")
     def quarantine_topic(topic=topic):
-        return quarantined_records(spark.readStream.table(f"parsed_{topic.name}"), topic)
+        return quarantined_records(spark.readStream.table(f"parsed_{topic.dataset_suffix}"), topic)

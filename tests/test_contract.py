@@ -181,7 +181,7 @@ def _types(prop: dict) -> set[str]:
 @pytest.mark.parametrize("name", KAFKA_TOPICS)
 def test_the_schema_file_has_the_pipelines_fields_and_types(settings, name):
     topic = settings.topic(name)
-    doc = contract_oracle.schema(topic.topic)
+    doc = contract_oracle.schema(topic.kafka_topic)
     Draft202012Validator.check_schema(doc)
     assert doc["type"] == "object" and doc["additionalProperties"] is False
     fields = event_schema(topic)
@@ -206,7 +206,7 @@ def test_the_schema_file_has_the_pipelines_fields_and_types(settings, name):
 @pytest.mark.parametrize("name", KAFKA_TOPICS)
 def test_the_event_type_enum_is_the_known_event_type_rule(settings, name):
     topic = settings.topic(name)
-    enum = contract_oracle.schema(topic.topic)["properties"]["event_type"]["enum"]
+    enum = contract_oracle.schema(topic.kafka_topic)["properties"]["event_type"]["enum"]
     assert set(re.findall(r"'([^']*)'", topic.rules["known_event_type"])) == set(enum)
 
 
@@ -214,7 +214,7 @@ def test_required_fields_are_the_ones_a_rule_needs(spark, settings):
     """A field is required by the schema exactly when a rule fails without it (NULL), and nullable
     exactly when it is not required; order state is required unless the event is a delete."""
     for name, topic in settings.topics.items():
-        doc = contract_oracle.schema(topic.topic)
+        doc = contract_oracle.schema(topic.kafka_topic)
         fields = [f.name for f in event_schema(topic)]
         samples = {"orders": [("order_updated", doc.get("else", {}).get("required", [])),
                               ("order_deleted", [])],
@@ -235,14 +235,15 @@ def test_every_rule_is_true_or_false_never_null(spark, settings):
     """On every mix of NULL and valid fields, each rule evaluates to TRUE or FALSE, so Databricks
     and the local runtime (and GX) count a NULL the same way: as a failure of a named rule."""
     for topic in settings.topics.values():
-        valid = _typed_event(topic, "order_updated" if topic.name == "orders" else "xp_granted")
+        valid = _typed_event(topic, "order_updated" if topic.dataset_suffix == "orders"
+                             else "xp_granted")
         columns = list(valid)
         rows = [{c: (valid[c] if mask >> i & 1 else None) for i, c in enumerate(columns)}
                 for mask in range(2 ** len(columns))]
         df = spark.createDataFrame(rows, _typed_schema(topic))
         nulls = df.select(*[F.sum(F.expr(sql).isNull().cast("int")).alias(rule)
                             for rule, sql in topic.rules.items()]).first().asDict()
-        assert nulls == {rule: 0 for rule in topic.rules}, topic.name
+        assert nulls == {rule: 0 for rule in topic.rules}, topic.dataset_suffix
 
 
 def test_the_value_is_parsed_once_however_many_rules(spark, settings):
@@ -290,13 +291,13 @@ def _rule_results(spark, topic, rows: list[dict]) -> list[dict[str, bool]]:
 def test_integer_bounds_are_where_the_pipeline_draws_them(spark, settings, name, field, low,
                                                           high):
     topic = settings.topic(name)
-    prop = contract_oracle.schema(topic.topic)["properties"][field]
+    prop = contract_oracle.schema(topic.kafka_topic)["properties"][field]
     assert (prop["minimum"], prop["maximum"]) == (low, high)
     base = order("e1", "o1", 1) if name == "orders" else reward("e1", "o1", 1)
     key = "o1"
     payloads = [json.dumps(base).replace(f'"{field}": 1', f'"{field}": {n}')
                 for n in (low - 1, low, high, high + 1)]
-    parsed = parse_events(delivered(spark, [(topic.topic, key, p) for p in payloads]), topic)
+    parsed = parse_events(delivered(spark, [(topic.kafka_topic, key, p) for p in payloads]), topic)
     errors = [r["errors"] for r in parsed.orderBy("kafka_offset").collect()]
     assert [bool(e) for e in errors] == [True, False, False, True], errors
 
@@ -315,8 +316,8 @@ def _contract_section() -> str:
 def test_the_readme_field_tables_match_the_schema_files(settings):
     section = _contract_section()
     for topic in settings.topics.values():
-        doc = contract_oracle.schema(topic.topic)
-        table = section[section.index(f"`{topic.topic}` (Kafka key = `{topic.key}`)"):]
+        doc = contract_oracle.schema(topic.kafka_topic)
+        table = section[section.index(f"`{topic.kafka_topic}` (Kafka key = `{topic.key}`)"):]
         table = table[table.index("| field"):]
         table = table[:table.index("\n\n")]
         listed = {}

@@ -62,7 +62,7 @@ def _ensure_topics(settings: Settings) -> None:
     from exactly_once.kafka import broker
 
     broker.ensure_topics(settings.kafka.bootstrap_servers,
-                         {t.topic: TOPIC_PARTITIONS for t in settings.topics.values()})
+                         {t.kafka_topic: TOPIC_PARTITIONS for t in settings.topics.values()})
 
 
 # -- commands ---------------------------------------------------------------------------------
@@ -112,8 +112,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
         duplicate_rate=args.duplicate_rate, late_redelivery_rate=args.late_rate,
         out_of_order_rate=args.out_of_order_rate, delete_rate=args.delete_rate,
         malformed_rate=args.malformed_rate, seed=args.seed, start=args.start,
-        orders_topic=settings.topic("orders").topic,
-        rewards_topic=settings.topic("player_rewards").topic,
+        orders_topic=settings.topic("orders").kafka_topic,
+        rewards_topic=settings.topic("player_rewards").kafka_topic,
     )
     records = generate_stream(config)
     if args.output:

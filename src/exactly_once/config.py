@@ -65,8 +65,10 @@ class KafkaSettings:
 class TopicSettings:
     """One Kafka topic of the event contract and how silver/gold treat it."""
 
-    name: str  # logical name, e.g. `orders`; used in dataset names
-    topic: str  # Kafka topic, e.g. `player-rewards`
+    # The topic's name in conf (`topics.<dataset_suffix>`) and in its datasets (`parsed_<...>`,
+    # `silver_<...>`) and quarantine rows (`source_topic`), e.g. `player_rewards`.
+    dataset_suffix: str
+    kafka_topic: str  # the Kafka topic, e.g. `player-rewards` (`topics.<dataset_suffix>.topic`)
     key: str  # entity ID field, also the Kafka key
     sequence_by: tuple[str, ...]
     delete_event_types: tuple[str, ...]
@@ -113,7 +115,7 @@ class Settings:
         for name, t in self.topics.items():
             p = f"{PREFIX}.topics.{name}"
             conf |= {
-                f"{p}.topic": t.topic,
+                f"{p}.topic": t.kafka_topic,
                 f"{p}.key": t.key,
                 f"{p}.sequence_by": ",".join(t.sequence_by),
                 f"{p}.delete_event_types": ",".join(t.delete_event_types),
@@ -171,8 +173,8 @@ class Settings:
             if skew:
                 rules[OCCURRED_AT_IN_FUTURE] = occurred_at_in_future_rule(skew)
             topics[name.strip()] = TopicSettings(
-                name=name.strip(),
-                topic=required(f"{p}.topic"),
+                dataset_suffix=name.strip(),
+                kafka_topic=required(f"{p}.topic"),
                 key=required(f"{p}.key"),
                 sequence_by=as_list(f"{p}.sequence_by") or _missing(f"{p}.sequence_by"),
                 delete_event_types=as_list(f"{p}.delete_event_types"),

@@ -26,7 +26,7 @@ def read_kafka(spark: SparkSession, settings: Settings) -> DataFrame:
     reader = (
         spark.readStream.format("kafka")
         .option("kafka.bootstrap.servers", kafka.bootstrap_servers)
-        .option("subscribe", ",".join(t.topic for t in settings.topics.values()))
+        .option("subscribe", ",".join(t.kafka_topic for t in settings.topics.values()))
         .option("startingOffsets", kafka.starting_offsets)
         .option("failOnDataLoss", str(kafka.fail_on_data_loss).lower())
         .option("includeHeaders", "true")

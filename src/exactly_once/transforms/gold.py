@@ -48,7 +48,7 @@ def late_event_changes(rewards: DataFrame, topic: TopicSettings) -> DataFrame:
     """
     fields = [f.name for f in event_schema(topic)]
     return rewards.select(
-        F.lit(topic.name).alias("source_topic"),
+        F.lit(topic.dataset_suffix).alias("source_topic"),
         "event_id",
         "occurred_at",
         F.to_json(F.struct(*fields), {"ignoreNullFields": "false"}).alias("event"),

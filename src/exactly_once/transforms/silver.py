@@ -77,8 +77,8 @@ def event_schema(topic: TopicSettings) -> StructType:
     """The contract's typed fields, from the topic's DDL (`a STRING, b BIGINT`)."""
     schema = StructType.fromDDL(topic.schema)
     if not isinstance(schema, StructType):  # a lone type (`STRING`) parses, but has no fields
-        raise SettingsError(f"setting {PREFIX}.topics.{topic.name}.schema must list fields, got "
-                            f"{topic.schema!r}")
+        raise SettingsError(f"setting {PREFIX}.topics.{topic.dataset_suffix}.schema must list "
+                            f"fields, got {topic.schema!r}")
     return schema
 
 
@@ -164,7 +164,7 @@ def parse_events(bronze: DataFrame, topic: TopicSettings) -> DataFrame:
     that one parse. `errors` is empty for a valid event.
     """
     schema = event_schema(topic)
-    records = bronze.where(F.col("topic") == topic.topic).select(
+    records = bronze.where(F.col("topic") == topic.kafka_topic).select(
         F.col("key").cast("string").alias("kafka_key"),
         F.col("value").cast("string").alias("value"),
         F.col("value").alias("_bytes"),
@@ -244,7 +244,7 @@ def quarantined_records(parsed: DataFrame, topic: TopicSettings) -> DataFrame:
     they are not UTF-8), so every field is kept, NULLs included.
     """
     return parsed.where(F.size("errors") > 0).select(
-        F.lit(topic.name).alias("source_topic"),
+        F.lit(topic.dataset_suffix).alias("source_topic"),
         "kafka_topic", "kafka_partition", "kafka_offset", "kafka_timestamp", "kafka_key", "value",
         "errors",
         F.array_join("errors", ", ").alias("reason"),
