@@ -89,7 +89,7 @@ $(DBX_VENV)/.installed:
 
 # Regenerate resources/exactly_once.pipeline.yml and conf/deployment.yml from conf/.
 bundle-config: $(VENV)/.installed
-	$(BIN)/python -m exactly_once.bundle write
+	$(BIN)/python -m exactly_once.deploy write
 
 # `databricks bundle validate --strict` for both targets, offline (tests/test_bundle.py does this).
 bundle-validate: test-setup

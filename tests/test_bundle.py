@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -20,13 +21,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from exactly_once import bundle
 from exactly_once.config import load_settings
+from exactly_once.deploy import bundle_resource
+from exactly_once.deploy.dbx_deployment import DBX_DEPLOYMENT
+from exactly_once.deploy.targets import DEPLOY_TARGETS, quality_parameters
 from exactly_once.local.loader import pipeline_files
 from exactly_once.paths import PIPELINES_DIR, PROJECT_ROOT
 
 CLI = PROJECT_ROOT / ".cache" / "go" / "bin" / "databricks"
-TARGETS = list(bundle.DEPLOY_TARGETS)
+TARGETS = list(DEPLOY_TARGETS)
 USER = "ci@example.com"
 
 
@@ -101,7 +104,7 @@ def validated(validate) -> dict[str, dict]:
 @pytest.mark.parametrize("target", TARGETS)
 def test_bundle_validates_and_carries_the_targets_settings(validated, target):
     config = validated[target]
-    pipeline = config["resources"]["pipelines"][bundle.PIPELINE_KEY]
+    pipeline = config["resources"]["pipelines"][bundle_resource.PIPELINE_KEY]
     assert pipeline["configuration"] == load_settings(target).to_conf()
     assert pipeline["catalog"] and pipeline["schema"] and "${" not in pipeline["schema"]
     assert pipeline["continuous"] is False
@@ -123,13 +126,13 @@ def test_quality_job_refreshes_the_pipeline_then_validates(validated, target):
     job = validated[target]["resources"]["jobs"]["exactly_once_quality"]
     refresh, check = job["tasks"]
     assert refresh["pipeline_task"]["pipeline_id"] == \
-        f"${{resources.pipelines.{bundle.PIPELINE_KEY}.id}}"
+        f"${{resources.pipelines.{bundle_resource.PIPELINE_KEY}.id}}"
     assert check["depends_on"] == [{"task_key": refresh["task_key"]}]
     wheel = check["python_wheel_task"]
     assert (wheel["package_name"], wheel["entry_point"]) == ("exactly_once_lakehouse",
                                                             "exactly-once")
-    schema = validated[target]["resources"]["pipelines"][bundle.PIPELINE_KEY]
-    assert wheel["parameters"] == bundle.quality_parameters(
+    schema = validated[target]["resources"]["pipelines"][bundle_resource.PIPELINE_KEY]
+    assert wheel["parameters"] == quality_parameters(
         target, f"{schema['catalog']}.{schema['schema']}")
     [env] = job["environments"]
     files = validated[target]["workspace"]["file_path"]
@@ -157,20 +160,41 @@ def test_a_broken_bundle_fails_validation(validate, tmp_path, breakage, target, 
 
 
 def test_library_globs_resolve_to_the_files_the_local_runtime_loads():
-    resource = yaml.safe_load(bundle.PIPELINE_RESOURCE.read_text())
-    pipeline = resource["resources"]["pipelines"][bundle.PIPELINE_KEY]
+    resource = yaml.safe_load(bundle_resource.PIPELINE_RESOURCE.read_text())
+    pipeline = resource["resources"]["pipelines"][bundle_resource.PIPELINE_KEY]
     deployed = set()
     for library in pipeline["libraries"]:
         pattern = library["glob"]["include"]
         # Bundle paths are relative to the file that names them; `**` matches every file below.
-        base = (bundle.PIPELINE_RESOURCE.parent / pattern.removesuffix("**")).resolve()
+        base = (bundle_resource.PIPELINE_RESOURCE.parent / pattern.removesuffix("**")).resolve()
         assert pattern.endswith("/**") and base.is_dir(), pattern
         deployed |= {p for p in base.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
     assert deployed == set(pipeline_files(PIPELINES_DIR)) != set()
 
 
-def test_generated_pipeline_resource_and_dbx_file_are_up_to_date():
-    assert bundle.problems() == []
+def test_generated_pipeline_resource_is_up_to_date():
+    assert bundle_resource.problems() == []
+
+
+def test_a_stale_pipeline_resource_is_reported(tmp_path):
+    stale = tmp_path / "exactly_once.pipeline.yml"
+    text = bundle_resource.render_pipeline_resource()
+    stale.write_text(text.replace("channel: CURRENT", "channel: X"))
+    assert bundle_resource.problems(resource=stale)[0] == \
+        "exactly_once.pipeline.yml is stale: run `make bundle-config`"
+
+
+def test_deploy_generation_needs_neither_the_local_runtime_nor_spark():
+    """`make bundle-config` and the checks run wherever conf/ is: no JVM, no local runtime."""
+    result = subprocess.run(
+        [sys.executable, "-c", "import sys, runpy\n"
+         "sys.argv = ['deploy', 'check']\n"
+         "try:\n    runpy.run_module('exactly_once.deploy', run_name='__main__')\n"
+         "except SystemExit as done:\n    code = done.code\n"
+         "print(code, sorted(m for m in sys.modules if m.startswith("
+         "('exactly_once.local', 'pyspark', 'great_expectations'))))"],
+        capture_output=True, text=True, timeout=120)
+    assert result.stdout.split() == ["0", "[]"], result.stdout + result.stderr
 
 
 def test_every_setting_that_differs_between_targets_is_a_bundle_variable(tmp_path):
@@ -180,7 +204,7 @@ def test_every_setting_that_differs_between_targets_is_a_bundle_variable(tmp_pat
     prod.write_text(prod.read_text().replace("starting_offsets: earliest",
                                              "starting_offsets: latest"))
     with pytest.raises(ValueError, match="exactly_once.kafka.starting_offsets differs"):
-        bundle.pipeline_configuration(conf_dir=conf)
+        bundle_resource.pipeline_configuration(conf_dir=conf)
 
 
 @pytest.mark.parametrize("old, new, message", [
@@ -192,16 +216,16 @@ def test_every_setting_that_differs_between_targets_is_a_bundle_variable(tmp_pat
 ])
 def test_bundle_variables_must_match_the_conf_targets(tmp_path, old, new, message):
     copy = tmp_path / "databricks.yml"
-    text = bundle.BUNDLE_FILE.read_text()
+    text = bundle_resource.BUNDLE_FILE.read_text()
     assert old in text
     copy.write_text(text.replace(old, new, 1))
-    assert any(message in p for p in bundle.problems(bundle_file=copy)), bundle.problems(
-        bundle_file=copy)
+    found = bundle_resource.problems(bundle_file=copy)
+    assert any(message in p for p in found), found
 
 
 def test_no_secret_values_in_deployment_files():
-    files = [bundle.BUNDLE_FILE, *sorted((PROJECT_ROOT / "resources").glob("*.yml")),
-             bundle.DBX_DEPLOYMENT, *sorted((PROJECT_ROOT / "conf").rglob("*.yml"))]
+    files = [bundle_resource.BUNDLE_FILE, *sorted((PROJECT_ROOT / "resources").glob("*.yml")),
+             DBX_DEPLOYMENT, *sorted((PROJECT_ROOT / "conf").rglob("*.yml"))]
     for path in files:
         text = path.read_text().lower()
         for word in ("password:", "sasl.jaas.config", "token:", "dapi"):

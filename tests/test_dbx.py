@@ -11,8 +11,9 @@ import pydantic
 import pytest
 import yaml
 
-from exactly_once import bundle
 from exactly_once.config import load_settings
+from exactly_once.deploy import dbx_deployment
+from exactly_once.deploy.targets import DEPLOY_TARGETS, quality_parameters
 from exactly_once.local.loader import pipeline_files
 from exactly_once.paths import PIPELINES_DIR, PROJECT_ROOT
 
@@ -50,7 +51,7 @@ def test_deployment_file_parses_with_dbx_own_models(dbx):
         "import json\n"
         "from pathlib import Path\n"
         "from dbx.api.config_reader import ConfigReader\n"
-        f"reader = ConfigReader(Path({str(bundle.DBX_DEPLOYMENT)!r}))\n"
+        f"reader = ConfigReader(Path({str(dbx_deployment.DBX_DEPLOYMENT)!r}))\n"
         "out = {}\n"
         "for env in ('dev', 'prod'):\n"
         "    workflows = reader.get_environment(env).payload.workflows\n"
@@ -58,7 +59,7 @@ def test_deployment_file_parses_with_dbx_own_models(dbx):
         "print(json.dumps(out))\n")
     assert result.returncode == 0, result.stderr
     parsed = json.loads(result.stdout.strip().splitlines()[-1])
-    for env in bundle.DEPLOY_TARGETS:
+    for env in DEPLOY_TARGETS:
         (p_type, pipeline), (j_type, job) = parsed[env]
         assert (p_type, j_type) == ("Pipeline", "Workflow")
         assert pipeline["name"] == f"exactly_once_pipeline_{env}"
@@ -69,17 +70,30 @@ def test_deployment_file_parses_with_dbx_own_models(dbx):
 
 
 def test_deployment_file_describes_the_same_pipeline_and_quality_job():
-    doc = yaml.safe_load(bundle.DBX_DEPLOYMENT.read_text())
+    doc = yaml.safe_load(dbx_deployment.DBX_DEPLOYMENT.read_text())
     local_files = [p.relative_to(PROJECT_ROOT).as_posix() for p in pipeline_files(PIPELINES_DIR)]
-    for env in bundle.DEPLOY_TARGETS:
+    for env in DEPLOY_TARGETS:
         pipeline, job = doc["environments"][env]["workflows"]
-        folder = bundle.DBX_GIT_FOLDER.format(target=env)
+        folder = dbx_deployment.DBX_GIT_FOLDER.format(target=env)
         assert [lib["file"]["path"] for lib in pipeline["libraries"]] == \
             [f"{folder}/{f}" for f in local_files]
         assert pipeline["configuration"] == load_settings(env).to_conf()
         refresh, check = job["tasks"]
         assert refresh["pipeline_task"]["pipeline_id"] == f"pipeline://{pipeline['name']}"
         assert check["python_wheel_task"]["entry_point"] == "exactly-once"
-        assert check["python_wheel_task"]["parameters"] == bundle.quality_parameters(
+        assert check["python_wheel_task"]["parameters"] == quality_parameters(
             env, f"{pipeline['catalog']}.{pipeline['schema']}")
         assert pipeline["environment"]["dependencies"] == [f"--editable {folder}"]
+        # GX only where it runs: the quality job, not the pipeline.
+        assert job["environments"][0]["spec"]["dependencies"] == [f"--editable {folder}[quality]"]
+
+
+def test_deployment_file_is_up_to_date():
+    assert dbx_deployment.problems() == []
+
+
+def test_a_stale_deployment_file_is_reported(tmp_path):
+    stale = tmp_path / "deployment.yml"
+    stale.write_text(dbx_deployment.render_dbx_deployment().replace("no_build: true", "x: 1"))
+    assert dbx_deployment.problems(dbx_file=stale) == \
+        ["deployment.yml is stale: run `make bundle-config`"]

@@ -13,3 +13,9 @@ JARS_DIR = PROJECT_ROOT / ".cache" / "jars"
 LOCAL_DIR = Path(os.environ.get("EXACTLY_ONCE_HOME", PROJECT_ROOT / ".local"))
 DEFAULT_WAREHOUSE = LOCAL_DIR / "warehouse"
 BROKER_DIR = LOCAL_DIR / "kafka"
+
+
+def pipeline_files(root: Path = PIPELINES_DIR) -> list[Path]:
+    """The pipeline's source files, in order: what a bundle's `libraries: - glob: include:
+    pipelines/**` deploys, and what the local runtime loads."""
+    return sorted(p for p in root.rglob("*.py") if "__pycache__" not in p.parts)

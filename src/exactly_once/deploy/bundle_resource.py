@@ -1,0 +1,130 @@
+"""The Databricks Asset Bundle's pipeline resource, derived from `conf/` so the two cannot drift.
+
+`conf/` is the one place settings live. The bundle's pipeline `configuration` must carry exactly
+the keys `load_settings(target).to_conf()` produces, because the pipeline reads them back with
+`pipeline_settings(spark)`. This module renders resources/exactly_once.pipeline.yml from conf/:
+
+* a setting that is the same in every deploy target is written as a literal;
+* a setting that may differ per target is written as `${var.<name>}` (see `bundle_variables`),
+  and databricks.yml sets that variable in each target to the value conf/targets/<target>.yml
+  gives;
+* a setting that differs between targets without a variable is an error naming it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from exactly_once.config import PREFIX, SettingsError, load_settings
+from exactly_once.deploy.targets import DEPLOY_TARGETS
+from exactly_once.paths import CONF_DIR, PROJECT_ROOT
+
+PIPELINE_KEY = "exactly_once_pipeline"
+PIPELINE_RESOURCE = PROJECT_ROOT / "resources" / "exactly_once.pipeline.yml"
+BUNDLE_FILE = PROJECT_ROOT / "databricks.yml"
+# Bundle variables that are not pipeline settings, but every target must set.
+TARGET_ONLY_VARIABLES = ("catalog", "schema")
+
+
+def bundle_variables(topics: list[str]) -> dict[str, str]:
+    """Pipeline setting -> the bundle variable that carries it."""
+    variables = {
+        f"{PREFIX}.kafka.bootstrap_servers": "kafka_bootstrap_servers",
+        f"{PREFIX}.kafka.secret_scope": "kafka_secret_scope",
+    }
+    for topic in topics:
+        variables[f"{PREFIX}.topics.{topic}.watermark_delay"] = f"{topic}_watermark_delay"
+    return variables
+
+
+def pipeline_configuration(targets: tuple[str, ...] = DEPLOY_TARGETS,
+                           conf_dir: Path = CONF_DIR) -> dict[str, str]:
+    """The pipeline `configuration` mapping, `${var.*}` where the value is per target."""
+    confs = {t: load_settings(t, conf_dir).to_conf() for t in targets}
+    first = confs[targets[0]]
+    for target, conf in confs.items():
+        if conf.keys() != first.keys():
+            raise SettingsError(f"targets {targets[0]} and {target} define different settings: "
+                                f"{sorted(conf.keys() ^ first.keys())}")
+    variables = bundle_variables(first[f"{PREFIX}.topics"].split(","))
+    configuration = {}
+    for key, value in first.items():
+        if key in variables:
+            configuration[key] = "${var." + variables[key] + "}"
+        elif any(conf[key] != value for conf in confs.values()):
+            raise SettingsError(f"setting {key} differs between targets {list(targets)}; give it "
+                                "a bundle variable in bundle_variables "
+                                "(exactly_once.deploy.bundle_resource)")
+        else:
+            configuration[key] = value
+    return configuration
+
+
+def target_variables(target: str, conf_dir: Path = CONF_DIR) -> dict[str, str]:
+    """The values databricks.yml must give the pipeline variables in `target`."""
+    conf = load_settings(target, conf_dir).to_conf()
+    variables = bundle_variables(conf[f"{PREFIX}.topics"].split(","))
+    return {name: conf[key] for key, name in variables.items()}
+
+
+_HEADER = """\
+# GENERATED from conf/ by `make bundle-config` (python -m exactly_once.deploy write); edit
+# conf/base.yml or conf/targets/<target>.yml, then regenerate. tests/test_bundle.py fails while this
+# file is stale.
+#
+# The pipeline: exactly the files under pipelines/ that the local runtime loads, with the
+# project's package installed in its environment. `configuration` is
+# load_settings(<target>).to_conf(); the pipeline reads it back with spark.conf.get.
+
+resources:
+  pipelines:
+    {key}:
+      name: exactly_once_pipeline
+      catalog: ${{var.catalog}}
+      schema: ${{var.schema}}
+      serverless: true            # for classic compute: remove, and add `clusters:` + `edition`
+      continuous: false           # triggered updates; the job below starts them
+      channel: CURRENT
+      root_path: ../pipelines
+      libraries:
+        - glob:
+            include: ../pipelines/**
+      environment:
+        dependencies:
+          # The project's package, editable from the deployed bundle files (as the templates do),
+          # so `from exactly_once...` imports the same code as locally.
+          - --editable ${{workspace.file_path}}
+      configuration:
+"""
+
+
+def render_pipeline_resource(conf_dir: Path = CONF_DIR) -> str:
+    # One line per setting (no folding), so a diff shows exactly which setting changed.
+    configuration = yaml.safe_dump(pipeline_configuration(conf_dir=conf_dir), sort_keys=False,
+                                   width=1_000_000, allow_unicode=True)
+    body = "".join(f"        {line}\n" for line in configuration.splitlines())
+    return _HEADER.format(key=PIPELINE_KEY) + body
+
+
+def problems(conf_dir: Path = CONF_DIR, resource: Path = PIPELINE_RESOURCE,
+             bundle_file: Path = BUNDLE_FILE) -> list[str]:
+    """What is out of step between conf/, the pipeline resource and databricks.yml."""
+    found = []
+    if not resource.exists() or resource.read_text() != render_pipeline_resource(conf_dir):
+        found.append(f"{resource.name} is stale: run `make bundle-config`")
+    bundle = yaml.safe_load(bundle_file.read_text()) or {}
+    declared = bundle.get("variables") or {}
+    for target in DEPLOY_TARGETS:
+        given = ((bundle.get("targets") or {}).get(target) or {}).get("variables") or {}
+        for name in TARGET_ONLY_VARIABLES:
+            if given.get(name) in (None, "") and "default" not in (declared.get(name) or {}):
+                found.append(f"databricks.yml: target {target} does not set variable {name}")
+        for name, value in target_variables(target, conf_dir).items():
+            if name not in declared:
+                found.append(f"databricks.yml: variable {name} is not declared")
+            if str(given.get(name)) != value:
+                found.append(f"databricks.yml: target {target} sets {name}={given.get(name)!r}, "
+                             f"conf/targets/{target}.yml gives {value!r}")
+    return found
