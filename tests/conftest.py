@@ -1,13 +1,17 @@
-"""Shared fixtures: one SparkSession for the whole run, and the real local Kafka broker."""
+"""Shared fixtures: one SparkSession for the whole run, plus the session fixtures of the plugins
+below (the real local Kafka broker; one pipeline run and GX validation for the quality tests)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from kafka_fixtures import kafka_broker  # noqa: F401  (session fixture: a real KRaft broker)
 
 from exactly_once.config import Settings, load_settings
+
+# Registered once for the whole run, so each session fixture in them is set up once: a test module
+# that imported a fixture by name would get a definition (and a setup) of its own.
+pytest_plugins = ["kafka_fixtures", "quality_fixtures"]
 
 
 @pytest.fixture(scope="session")

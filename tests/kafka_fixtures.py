@@ -1,6 +1,6 @@
 """Session fixture: one real Kafka broker for all tests that need it.
 
-Imported by tests/conftest.py (`from kafka_fixtures import kafka_broker`). The broker gets its
+A plugin of tests/conftest.py (`pytest_plugins`). The broker gets its
 own home under pytest's tmp dir and a free port, so it never touches a developer's broker on
 9092 or .local/kafka.
 """

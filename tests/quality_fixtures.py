@@ -1,5 +1,7 @@
 """Session fixtures for the data-quality tests: ONE pipeline run (and one GX validation) shared by
-test_expectations, test_event_log, test_gx and test_dashboard, so they cost one update in total.
+test_expectations, test_event_log, test_gx, test_dashboard and test_local_runtime, so they cost
+one update in total. A plugin of tests/conftest.py (`pytest_plugins`): test modules use the
+fixtures by name, never import them (an imported fixture is set up again for its module).
 
 The stream is generated (seeded) with malformed records of every kind, redeliveries, late and
 out-of-order events, and read from a kcat JSONL file: no broker needed.
@@ -19,10 +21,6 @@ from exactly_once.kafka.kcat import write_kcat_jsonl
 from exactly_once.local.pipeline import run_pipeline
 from exactly_once.local.progress import UpdateResult
 
-# Each test module imports these fixtures, and pytest keeps one fixture definition per module, so
-# "session" scope alone would run the pipeline once per module. The cache makes it once in all.
-_CACHE: dict[str, object] = {}
-
 
 @dataclass
 class QualityRun:
@@ -33,12 +31,7 @@ class QualityRun:
 
 @pytest.fixture(scope="session")
 def quality_run(spark, tmp_path_factory) -> QualityRun:
-    if "run" not in _CACHE:
-        _CACHE["run"] = _quality_run(spark, tmp_path_factory)
-    return _CACHE["run"]
-
-
-def _quality_run(spark, tmp_path_factory) -> QualityRun:
+    """The pipeline, one full update over a seeded generated stream with every kind of defect."""
     root = tmp_path_factory.mktemp("quality")
     source = root / "stream.jsonl"
     write_kcat_jsonl(source, generate_stream(GeneratorConfig(
@@ -53,12 +46,6 @@ def _quality_run(spark, tmp_path_factory) -> QualityRun:
 @pytest.fixture(scope="session")
 def validated(spark, quality_run):
     """The GX validation of that run's warehouse, with Data Docs next to it."""
-    if "validated" not in _CACHE:
-        _CACHE["validated"] = _validated(spark, quality_run)
-    return _CACHE["validated"]
-
-
-def _validated(spark, quality_run):
     from exactly_once.quality.validate import validate, warehouse_reader
 
     data_docs = quality_run.warehouse.parent / "data_docs"

@@ -8,20 +8,17 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import quality_fixtures
 from pyspark.sql import functions as F
 
 from exactly_once.local.event_log import EVENT_LOG
 from exactly_once.quality.dashboard import build_dashboard
 
-quality_run = quality_fixtures.quality_run  # session fixtures: one shared run and validation
-validated = quality_fixtures.validated
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 
 def chromium(*args: str, profile: Path) -> str:
     if not Path(CHROMIUM).exists():
-        pytest.skip("chromium is not installed (make setup installs it)")
+        pytest.fail(f"{CHROMIUM} is missing: run `make chromium` (make test does)")
     command = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                "--no-first-run", "--disable-background-networking", "--disable-component-update",
                "--disable-sync", "--disable-dev-shm-usage", f"--user-data-dir={profile}", *args]

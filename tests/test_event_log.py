@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import quality_fixtures
-
 from exactly_once.local.event_log import EVENT_LOG
-
-quality_run = quality_fixtures.quality_run  # session fixture: one shared pipeline run
 
 
 def _log(spark, run):

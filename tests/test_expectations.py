@@ -7,7 +7,6 @@ import json
 import textwrap
 
 import pytest
-import quality_fixtures
 from helpers import checked_events
 from pyspark.sql import functions as F
 
@@ -15,8 +14,6 @@ from exactly_once.local import expectations as ex
 from exactly_once.local.flows import FlowError
 from exactly_once.local.pipeline import run_pipeline
 from exactly_once.transforms.silver import VALUE_DIGEST, parse_events
-
-quality_run = quality_fixtures.quality_run  # session fixture: one shared pipeline run
 
 ROWS = [{"id": 1, "v": 5}, {"id": 2, "v": -1}, {"id": None, "v": 3}, {"id": 4, "v": None}]
 

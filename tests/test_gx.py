@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 
-import quality_fixtures
 from pyspark.sql import functions as F
 
 from exactly_once import cli
 from exactly_once.config import load_quality
 from exactly_once.quality.gx_suites import applicable_rules, build_suite
-
-quality_run = quality_fixtures.quality_run  # session fixtures: one shared run and validation
-validated = quality_fixtures.validated
 
 
 def test_suites_come_from_conf(spark, quality_run):
@@ -44,8 +42,7 @@ def test_pipeline_output_passes_and_data_docs_are_built(validated):
         assert list((data_docs / "validations" / suite).rglob("*.html")), suite
 
 
-def test_a_broken_rule_fails_validation_with_a_non_zero_exit(spark, quality_run, tmp_path,
-                                                             monkeypatch, capsys):
+def test_a_broken_rule_fails_validation_with_a_non_zero_exit(spark, quality_run, tmp_path):
     broken = tmp_path / "warehouse"
     shutil.copytree(quality_run.warehouse, broken)
     # A gold row that repeats a player with negative XP; a silver event of an unknown type.
@@ -56,12 +53,12 @@ def test_a_broken_rule_fails_validation_with_a_non_zero_exit(spark, quality_run,
     silver.limit(1).withColumn("event_type", F.lit("order_exploded")) \
         .write.format("delta").mode("append").save(str(broken / "silver_orders"))
 
-    monkeypatch.setattr(cli, "_quality_session", lambda args: spark)
-    monkeypatch.setattr(spark, "stop", lambda: None)  # the shared session outlives the command
-    code = cli.main(["quality", "validate", "--warehouse", str(broken),
-                     "--data-docs", str(tmp_path / "docs")])
-    out = capsys.readouterr().out
-    assert code == 2, out
+    # The command as users run it, in a process (and Spark session) of its own.
+    done = subprocess.run([sys.executable, "-m", "exactly_once.cli", "quality", "validate",
+                           "--warehouse", str(broken), "--data-docs", str(tmp_path / "docs")],
+                          capture_output=True, text=True, timeout=600)
+    out = done.stdout
+    assert done.returncode == 2, out + done.stderr[-3000:]
     assert "✗ player_xp" in out and "✗ silver_orders" in out and "✓ orders" in out
     assert "expect_column_values_to_be_unique (player_id)" in out
     assert "expect_column_values_to_be_between (total_xp)" in out

@@ -9,7 +9,6 @@ import textwrap
 
 import pytest
 from pyspark.pipelines.output import MaterializedView, StreamingTable, TemporaryView
-from quality_fixtures import quality_run  # noqa: F401  (session fixture: one pipeline run)
 
 from exactly_once.local.auto_cdc_spec import AutoCdcSpec
 from exactly_once.local.flows import FlowError
@@ -48,7 +47,7 @@ def test_the_project_pipeline_declares_the_medallion_graph(spark, settings):
     assert protected == {"bronze_kafka_events", "player_xp_ledger", "late_events"}
 
 
-def test_each_record_is_parsed_once_and_gold_reads_silver(spark, quality_run):  # noqa: F811
+def test_each_record_is_parsed_once_and_gold_reads_silver(spark, quality_run):
     """Every flow's query, built from the pipeline files over the tables of a real run: which
     tables it scans, and whether its plan parses JSON. Only `parsed_<topic>` does."""
     graph = load_graph(spark, pipeline_files(PIPELINES_DIR))
