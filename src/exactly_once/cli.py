@@ -17,16 +17,13 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from exactly_once.config import Settings, SettingsError, load_settings
+from exactly_once.config import Settings, load_settings
+from exactly_once.errors import CliError, ExactlyOnceError
 from exactly_once.paths import BROKER_DIR, DEFAULT_WAREHOUSE
 
 # Partitions per topic when the CLI creates them: more than one, so ordering across partitions
 # is exercised as in production.
 TOPIC_PARTITIONS = 2
-
-
-class CliError(RuntimeError):
-    pass
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -323,22 +320,18 @@ def main(argv: list[str] | None = None) -> int:
         args.seed = time.time_ns() % 2**31
     if getattr(args, "start", 0) is None:
         args.start = datetime.now(timezone.utc)
-    from exactly_once.kafka.broker import BrokerError
-    from exactly_once.kafka.kcat import KcatFormatError
-    from exactly_once.kafka.producer import ProducerError
-    from exactly_once.local.flows import FlowError
-    from exactly_once.local.lock import WarehouseLockedError
-    from exactly_once.local.registry import GraphError
-    from exactly_once.quality.paths import QualityError
-
     try:
         return args.handler(args)
-    except (CliError, SettingsError, BrokerError, ProducerError, KcatFormatError, FlowError,
-            GraphError, QualityError, WarehouseLockedError) as err:
-        print(f"exactly-once: error: {err}", file=sys.stderr)
+    except ExactlyOnceError as err:
+        print(f"exactly-once: error: {one_line(str(err))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
+
+
+def one_line(message: str) -> str:
+    """A message on one line: a broker's log tail, say, joined with ` | `."""
+    return " | ".join(line.strip() for line in message.splitlines() if line.strip())
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from exactly_once.errors import SettingsError
 from exactly_once.paths import CONF_DIR
 
 PREFIX = "exactly_once"
@@ -38,10 +39,6 @@ def occurred_at_in_future_rule(max_clock_skew: str) -> str:
     """
     return (f"occurred_at IS NULL OR kafka_timestamp IS NULL OR "
             f"occurred_at <= kafka_timestamp + INTERVAL {max_clock_skew}")
-
-
-class SettingsError(ValueError):
-    """A setting is missing or malformed; the message names its key."""
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from pathlib import Path
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from exactly_once.errors import BrokerError
 from exactly_once.paths import BROKER_DIR, JARS_DIR
 
 BROKER_JARS = JARS_DIR / "kafka-broker"
@@ -38,10 +39,6 @@ JVM_OPTS = ["-Xmx512m", "-Xms128m", "-XX:+UseSerialGC", "-Djava.awt.headless=tru
 RDKAFKA_LOGGER = logging.getLogger("exactly_once.kafka.rdkafka")
 RDKAFKA_LOGGER.addHandler(logging.NullHandler())
 RDKAFKA_LOGGER.propagate = False
-
-
-class BrokerError(RuntimeError):
-    """The local broker could not be started, reached or configured."""
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-
-class KcatFormatError(ValueError):
-    """A line of a kcat JSONL file is not a valid record envelope."""
+from exactly_once.errors import KcatFormatError
 
 
 @dataclass(frozen=True)

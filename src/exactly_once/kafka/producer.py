@@ -11,15 +11,12 @@ from collections.abc import Iterable
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
+from exactly_once.errors import ProducerError
 from exactly_once.kafka.broker import RDKAFKA_LOGGER
 from exactly_once.kafka.kcat import KafkaRecord
 
 # A down broker must fail within seconds, not after librdkafka's default five minutes.
 MESSAGE_TIMEOUT_MS = 10_000
-
-
-class ProducerError(RuntimeError):
-    """Some records were not delivered."""
 
 
 def _producer(bootstrap: str) -> Producer:
