@@ -36,23 +36,9 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 
 def _require_broker(bootstrap: str) -> None:
-    from confluent_kafka.admin import AdminClient
+    from exactly_once.kafka import broker
 
-    try:
-        AdminClient({"bootstrap.servers": bootstrap, "logger": _quiet_logger()}).list_topics(
-            timeout=5)
-    except Exception:
-        raise CliError(f"cannot reach Kafka at {bootstrap}; start the local broker with "
-                       "`exactly-once broker start`") from None
-
-
-def _quiet_logger():
-    import logging
-
-    logger = logging.getLogger("exactly_once.cli.rdkafka")
-    logger.addHandler(logging.NullHandler())
-    logger.propagate = False
-    return logger
+    broker.require_reachable(bootstrap)
 
 
 def _ensure_topics(settings: Settings) -> None:
@@ -75,11 +61,11 @@ def cmd_broker(args: argparse.Namespace) -> int:
     elif args.action == "stop":
         print("Kafka broker stopped" if broker.stop(home=args.home) else "no broker was running")
     else:
-        info = broker.status(home=args.home)
-        if info is None:
+        running = broker.status(home=args.home)
+        if running is None:
             print("no broker running")
             return 3
-        print(f"Kafka broker running at {info.bootstrap} (pid {info.pid})")
+        print(f"Kafka broker running at {running.bootstrap} (pid {running.pid})")
     return 0
 
 
