@@ -12,12 +12,13 @@ Errors print one line and exit non-zero; nothing here is meant to end in a trace
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from exactly_once.config import Settings, load_settings
+from exactly_once.config import Settings, SettingsError, check_source, load_settings, resolve_source
 from exactly_once.errors import CliError, ExactlyOnceError
 from exactly_once.paths import BROKER_DIR, DEFAULT_WAREHOUSE
 
@@ -112,12 +113,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    if args.source and args.source.startswith("file:"):
-        path = Path(args.source.removeprefix("file:"))
-        if not path.is_file():
-            raise CliError(f"no such file: {path}")
-        args.source = f"file:{path.resolve()}"
     settings = _settings(args)
+    settings = dataclasses.replace(settings, source=resolve_source(settings.source))
     if settings.source == "kafka":
         _require_broker(settings.kafka.bootstrap_servers)
 
@@ -222,9 +219,11 @@ def _flat(groups: list[list[str]]) -> list[str]:
 
 
 def _source(text: str) -> str:
-    if text != "kafka" and not (text.startswith("file:") and len(text) > 5):
-        raise argparse.ArgumentTypeError("source is `kafka` or `file:PATH`")
-    return text
+    """The form of `--source`, checked as the settings check it (exit 2 for a bad argument)."""
+    try:
+        return check_source(text)
+    except SettingsError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -260,7 +259,8 @@ def build_parser() -> argparse.ArgumentParser:
     gen.set_defaults(handler=cmd_generate)
 
     run = sub.add_parser("run", help="run the pipeline once (triggered)")
-    run.add_argument("--source", type=_source, help="`kafka` (default) or `file:PATH`")
+    run.add_argument("--source", type=_source, help="`kafka` (default) or `file:PATH`: a kcat "
+                     "dump, a directory of dumps or a glob; new dumps are read by the next run")
     run.add_argument("--warehouse", type=Path, default=DEFAULT_WAREHOUSE)
     # As `databricks bundle run`: names separated by spaces or commas.
     run.add_argument("--refresh", type=_tables, nargs="+", default=[], action="extend",
