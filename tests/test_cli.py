@@ -17,11 +17,12 @@ def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize("args, code, message", [
-    (["run", "--source", "s3://x"], 2, "source is `kafka` or `file:PATH`"),
+    (["run", "--source", "s3://x"], 2, "must be `kafka` or `file:PATH`"),
     (["generate", "--duplicate-rate", "1.5"], 2, "a rate is between 0 and 1"),
     (["generate", "--start", "last tuesday"], 2, "not an ISO-8601 timestamp"),
     (["broker", "restart"], 2, "invalid choice"),
-    (["run", "--source", "file:/no/such/file.jsonl"], 1, "no such file: /no/such/file.jsonl"),
+    (["run", "--source", "file:/no/such/file.jsonl"], 1,
+     "no such file or directory: /no/such/file.jsonl"),
     (["produce", "/no/such/file.jsonl"], 1, "no such file"),
     (["--target", "staging", "run"], 1, "unknown target 'staging'"),
 ])

@@ -2,7 +2,8 @@ from pathlib import Path
 
 import pytest
 
-from exactly_once.config import Settings, SettingsError, TableQuality, load_quality, load_settings
+from exactly_once.config import Settings, TableQuality, load_quality, load_settings
+from exactly_once.errors import SettingsError
 
 
 def test_local_settings_round_trip_through_spark_conf_keys():

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from exactly_once.config import Settings, SettingsError, load_settings
+from exactly_once.config import Settings, load_settings
+from exactly_once.errors import SettingsError
 from exactly_once.kafka_security import (
     PASSWORD_ENV,
     USERNAME_ENV,

@@ -12,21 +12,19 @@ Errors print one line and exit non-zero; nothing here is meant to end in a trace
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from exactly_once.config import Settings, SettingsError, load_settings
+from exactly_once.config import Settings, check_source, load_settings, resolve_source
+from exactly_once.errors import CliError, ExactlyOnceError, SettingsError
 from exactly_once.paths import BROKER_DIR, DEFAULT_WAREHOUSE
 
 # Partitions per topic when the CLI creates them: more than one, so ordering across partitions
 # is exercised as in production.
 TOPIC_PARTITIONS = 2
-
-
-class CliError(RuntimeError):
-    pass
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -39,23 +37,9 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 
 def _require_broker(bootstrap: str) -> None:
-    from confluent_kafka.admin import AdminClient
+    from exactly_once.kafka import broker
 
-    try:
-        AdminClient({"bootstrap.servers": bootstrap, "logger": _quiet_logger()}).list_topics(
-            timeout=5)
-    except Exception:
-        raise CliError(f"cannot reach Kafka at {bootstrap}; start the local broker with "
-                       "`exactly-once broker start`") from None
-
-
-def _quiet_logger():
-    import logging
-
-    logger = logging.getLogger("exactly_once.cli.rdkafka")
-    logger.addHandler(logging.NullHandler())
-    logger.propagate = False
-    return logger
+    broker.require_reachable(bootstrap)
 
 
 def _ensure_topics(settings: Settings) -> None:
@@ -78,11 +62,11 @@ def cmd_broker(args: argparse.Namespace) -> int:
     elif args.action == "stop":
         print("Kafka broker stopped" if broker.stop(home=args.home) else "no broker was running")
     else:
-        info = broker.status(home=args.home)
-        if info is None:
+        running = broker.status(home=args.home)
+        if running is None:
             print("no broker running")
             return 3
-        print(f"Kafka broker running at {info.bootstrap} (pid {info.pid})")
+        print(f"Kafka broker running at {running.bootstrap} (pid {running.pid})")
     return 0
 
 
@@ -129,12 +113,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    if args.source and args.source.startswith("file:"):
-        path = Path(args.source.removeprefix("file:"))
-        if not path.is_file():
-            raise CliError(f"no such file: {path}")
-        args.source = f"file:{path.resolve()}"
     settings = _settings(args)
+    settings = dataclasses.replace(settings, source=resolve_source(settings.source))
     if settings.source == "kafka":
         _require_broker(settings.kafka.bootstrap_servers)
 
@@ -239,9 +219,11 @@ def _flat(groups: list[list[str]]) -> list[str]:
 
 
 def _source(text: str) -> str:
-    if text != "kafka" and not (text.startswith("file:") and len(text) > 5):
-        raise argparse.ArgumentTypeError("source is `kafka` or `file:PATH`")
-    return text
+    """The form of `--source`, checked as the settings check it (exit 2 for a bad argument)."""
+    try:
+        return check_source(text)
+    except SettingsError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -277,7 +259,8 @@ def build_parser() -> argparse.ArgumentParser:
     gen.set_defaults(handler=cmd_generate)
 
     run = sub.add_parser("run", help="run the pipeline once (triggered)")
-    run.add_argument("--source", type=_source, help="`kafka` (default) or `file:PATH`")
+    run.add_argument("--source", type=_source, help="`kafka` (default) or `file:PATH`: a kcat "
+                     "dump, a directory of dumps or a glob; new dumps are read by the next run")
     run.add_argument("--warehouse", type=Path, default=DEFAULT_WAREHOUSE)
     # As `databricks bundle run`: names separated by spaces or commas.
     run.add_argument("--refresh", type=_tables, nargs="+", default=[], action="extend",
@@ -323,22 +306,18 @@ def main(argv: list[str] | None = None) -> int:
         args.seed = time.time_ns() % 2**31
     if getattr(args, "start", 0) is None:
         args.start = datetime.now(timezone.utc)
-    from exactly_once.kafka.broker import BrokerError
-    from exactly_once.kafka.kcat import KcatFormatError
-    from exactly_once.kafka.producer import ProducerError
-    from exactly_once.local.flows import FlowError
-    from exactly_once.local.lock import WarehouseLockedError
-    from exactly_once.local.registry import GraphError
-    from exactly_once.quality.paths import QualityError
-
     try:
         return args.handler(args)
-    except (CliError, SettingsError, BrokerError, ProducerError, KcatFormatError, FlowError,
-            GraphError, QualityError, WarehouseLockedError) as err:
-        print(f"exactly-once: error: {err}", file=sys.stderr)
+    except ExactlyOnceError as err:
+        print(f"exactly-once: error: {one_line(str(err))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
+
+
+def one_line(message: str) -> str:
+    """A message on one line: a broker's log tail, say, joined with ` | `."""
+    return " | ".join(line.strip() for line in message.splitlines() if line.strip())
 
 
 if __name__ == "__main__":

@@ -9,7 +9,9 @@ the Spark conf; pipeline code reads it back with `pipeline_settings(spark)`. Bot
 
 from __future__ import annotations
 
+import glob
 import json
+import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -18,9 +20,12 @@ from typing import Any
 
 import yaml
 
+from exactly_once.errors import SettingsError
+from exactly_once.kafka.kcat import kcat_dump_files
 from exactly_once.paths import CONF_DIR
 
 PREFIX = "exactly_once"
+FILE_SOURCE = "file:"  # `file:PATH`: kcat dumps instead of Kafka (local replays, tests)
 _INTERVAL = re.compile(r"^\d+\s+(second|minute|hour|day)s?$")
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -38,10 +43,6 @@ def occurred_at_in_future_rule(max_clock_skew: str) -> str:
     """
     return (f"occurred_at IS NULL OR kafka_timestamp IS NULL OR "
             f"occurred_at <= kafka_timestamp + INTERVAL {max_clock_skew}")
-
-
-class SettingsError(ValueError):
-    """A setting is missing or malformed; the message names its key."""
 
 
 @dataclass(frozen=True)
@@ -184,11 +185,31 @@ class Settings:
                 max_event_age=max_age and _interval(f"{p}.max_event_age", max_age),
                 max_clock_skew=skew,
             )
-        source = required("source")
-        if source != "kafka" and not source.startswith("file:"):
-            raise SettingsError(f"setting {PREFIX}.source must be `kafka` or `file:PATH`, "
-                                f"got {source!r}")
-        return cls(source=source, kafka=kafka, topics=topics)
+        return cls(source=check_source(required("source")), kafka=kafka, topics=topics)
+
+
+def check_source(source: str) -> str:
+    """`kafka`, or `file:` and the path of kcat dumps: a file, a directory or a glob."""
+    if source != "kafka" and not (source.startswith(FILE_SOURCE) and
+                                  len(source) > len(FILE_SOURCE)):
+        raise SettingsError(f"setting {PREFIX}.source must be `kafka` or `file:PATH` (a kcat "
+                            f"dump, a directory of dumps or a glob), got {source!r}")
+    return source
+
+
+def resolve_source(source: str) -> str:
+    """The source as a local update reads it, checked now: a `file:` path is made absolute and
+    must name at least one kcat dump, as Spark would read a path that names none as an empty
+    stream without a word. Pipeline code (`from_conf`) checks only the form: the dumps may
+    arrive after the settings are made."""
+    if not check_source(source).startswith(FILE_SOURCE):
+        return source
+    path = os.path.abspath(source.removeprefix(FILE_SOURCE))
+    if not glob.has_magic(path) and not os.path.exists(path):
+        raise SettingsError(f"no such file or directory: {path}")
+    if not kcat_dump_files(path):
+        raise SettingsError(f"no kcat dump matches {path}")
+    return FILE_SOURCE + path
 
 
 def _interval(key: str, value: str) -> str:

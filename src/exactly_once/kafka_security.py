@@ -17,7 +17,8 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 
-from exactly_once.config import PREFIX, KafkaSettings, SettingsError
+from exactly_once.config import PREFIX, KafkaSettings
+from exactly_once.errors import SettingsError
 
 USERNAME_ENV = "EXACTLY_ONCE_KAFKA_SASL_USERNAME"
 PASSWORD_ENV = "EXACTLY_ONCE_KAFKA_SASL_PASSWORD"

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import yaml
 
-from exactly_once.config import PREFIX, SettingsError, load_settings
+from exactly_once.config import PREFIX, load_settings
 from exactly_once.deploy.targets import DEPLOY_TARGETS
+from exactly_once.errors import SettingsError
 from exactly_once.paths import CONF_DIR, PROJECT_ROOT
 
 PIPELINE_KEY = "exactly_once_pipeline"

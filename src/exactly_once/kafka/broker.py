@@ -25,23 +25,22 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from exactly_once.errors import BrokerError
 from exactly_once.paths import BROKER_DIR, JARS_DIR
 
 BROKER_JARS = JARS_DIR / "kafka-broker"
 HOST = "127.0.0.1"
 JVM_OPTS = ["-Xmx512m", "-Xms128m", "-XX:+UseSerialGC", "-Djava.awt.headless=true"]
 # librdkafka logs every refused connection; the callers only care about the final outcome.
+# Every client the project creates (admin, producer) logs here, through `client_config`.
 RDKAFKA_LOGGER = logging.getLogger("exactly_once.kafka.rdkafka")
 RDKAFKA_LOGGER.addHandler(logging.NullHandler())
 RDKAFKA_LOGGER.propagate = False
-
-
-class BrokerError(RuntimeError):
-    """The local broker could not be started, reached or configured."""
 
 
 @dataclass(frozen=True)
@@ -211,9 +210,26 @@ def _log_tail(home: Path, lines: int = 15) -> str:
     return "\n".join((errors or text)[-lines:]) or "(no log output)"
 
 
+def client_config(bootstrap: str, **settings: Any) -> dict[str, Any]:
+    """A librdkafka client's configuration: `bootstrap`, the given settings, the quiet logger.
+
+    Typed `Any` because librdkafka takes a `logging.Logger` as `logger`, which confluent-kafka's
+    annotations (str, int, float, bool values) leave out.
+    """
+    return {"bootstrap.servers": bootstrap, **settings, "logger": RDKAFKA_LOGGER}
+
+
 def _admin(bootstrap: str) -> AdminClient:
-    return AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 5000,
-                        "logger": RDKAFKA_LOGGER})
+    return AdminClient(client_config(bootstrap, **{"socket.timeout.ms": 5000}))
+
+
+def require_reachable(bootstrap: str, timeout: float = 5) -> None:
+    """Returns once Kafka at `bootstrap` answers a metadata request, else BrokerError."""
+    try:
+        _admin(bootstrap).list_topics(timeout=timeout)
+    except KafkaException:
+        raise BrokerError(f"cannot reach Kafka at {bootstrap}; start the local broker with "
+                          "`exactly-once broker start`") from None
 
 
 def _wait_ready(pid: int, port: int, home: Path, deadline: float) -> None:

@@ -178,7 +178,7 @@ def _swap_out_of_order(records: list[tuple[KafkaRecord, int]], config: Generator
     """Swaps chosen order events with the next event of the same order, in place."""
     positions: dict[str, list[int]] = {}
     for i, (record, _) in enumerate(records):
-        if record.topic == config.orders_topic:
+        if record.topic == config.orders_topic and record.key is not None:
             positions.setdefault(record.key, []).append(i)
     pairs = [(a, b) for p in positions.values() for a, b in zip(p, p[1:], strict=False)]
     target = round(config.out_of_order_rate * sum(len(p) for p in positions.values()))
@@ -204,7 +204,8 @@ def _malformed(config: GeneratorConfig, rng: random.Random, kind: str) -> KafkaR
                 "reason": rng.choice(REASONS)}
     else:
         key = f"o-{rng.randint(1, max(config.orders, 1)):05d}"
-        body = {"event_type": "order_updated", "order_id": key, "sequence": rng.randint(1, 99),
+        sequence = rng.randint(1, 99)
+        body = {"event_type": "order_updated", "order_id": key, "sequence": sequence,
                 "customer_id": "c-00000", "status": "paid", "amount": _amount(rng),
                 "currency": "EUR"}
     occurred_at = iso_millis(config.start)
@@ -219,7 +220,7 @@ def _malformed(config: GeneratorConfig, rng: random.Random, kind: str) -> KafkaR
     elif kind == "missing_sequence":
         del body["sequence"]
     elif kind == "sequence_not_integer":
-        body["sequence"] = rng.choice([str(body["sequence"]), body["sequence"] + 0.5])
+        body["sequence"] = rng.choice([str(sequence), sequence + 0.5])
     elif kind == "xp_not_positive":
         body["xp"] = -rng.randint(0, 50)
     elif kind == "occurred_at_unparseable":

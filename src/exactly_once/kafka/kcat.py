@@ -11,15 +11,14 @@ with `producer.produce_records`, or fed to tests without any broker at all.
 
 from __future__ import annotations
 
+import glob
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-
-class KcatFormatError(ValueError):
-    """A line of a kcat JSONL file is not a valid record envelope."""
+from exactly_once.errors import KcatFormatError
 
 
 @dataclass(frozen=True)
@@ -131,3 +130,22 @@ def write_kcat_jsonl(path: str | Path, records: Iterable[KafkaRecord]) -> int:
             out.write(json.dumps(to_kcat_dict(record)) + "\n")
             count += 1
     return count
+
+
+def kcat_dump_files(path: str | Path) -> list[Path]:
+    """The kcat dumps a `file:` source names now: the file itself, every file under a directory,
+    or what a glob matches (and the files under directories it matches).
+
+    Below a directory, names starting with `.` or `_` are skipped, as Spark's file source skips
+    them (editor swap files, `_SUCCESS` markers).
+    """
+    text = str(path)
+    roots = sorted(glob.glob(text)) if glob.has_magic(text) else [text]
+    files = []
+    for root in map(Path, roots):
+        if root.is_dir():
+            files += sorted(p for p in root.rglob("*") if p.is_file() and not any(
+                part.startswith((".", "_")) for part in p.relative_to(root).parts))
+        elif root.is_file():
+            files.append(root)
+    return files

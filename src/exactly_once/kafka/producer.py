@@ -11,20 +11,16 @@ from collections.abc import Iterable
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
-from exactly_once.kafka.broker import RDKAFKA_LOGGER
+from exactly_once.errors import ProducerError
+from exactly_once.kafka.broker import client_config
 from exactly_once.kafka.kcat import KafkaRecord
 
 # A down broker must fail within seconds, not after librdkafka's default five minutes.
 MESSAGE_TIMEOUT_MS = 10_000
 
 
-class ProducerError(RuntimeError):
-    """Some records were not delivered."""
-
-
 def _producer(bootstrap: str) -> Producer:
-    return Producer({
-        "bootstrap.servers": bootstrap,
+    return Producer(client_config(bootstrap, **{
         "acks": "all",
         "enable.idempotence": True,
         "linger.ms": 5,
@@ -32,8 +28,7 @@ def _producer(bootstrap: str) -> Producer:
         "socket.timeout.ms": 5_000,
         # Same key -> partition mapping as the Java client (and so Spark and kafka-console tools).
         "partitioner": "murmur2_random",
-        "logger": RDKAFKA_LOGGER,
-    })
+    }))
 
 
 def _encode(text: str | None) -> bytes | None:

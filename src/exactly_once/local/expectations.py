@@ -24,15 +24,13 @@ from dataclasses import dataclass, field
 from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
+from exactly_once.errors import ExpectationError
+
 WARN, DROP, FAIL = "warn", "drop", "fail"
 ATTRIBUTE = "_expectations"  # on the query function: list[Expectation], in declaration order
 _FAILURE = re.compile(r"\[USER_RAISED_EXCEPTION\] (expectation `[^`]+` on dataset `[^`]+` failed "
                       r"for record: .*?)(?: SQLSTATE: \w+)?$", re.MULTILINE)
 _ids = itertools.count()
-
-
-class ExpectationError(ValueError):
-    """An expectation is declared wrongly (not a SQL expression, duplicate name...)."""
 
 
 @dataclass(frozen=True)

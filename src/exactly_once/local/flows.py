@@ -13,6 +13,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
+from exactly_once.errors import FlowError
 from exactly_once.local import auto_cdc, auto_cdc_scd2
 from exactly_once.local.auto_cdc import CdcBatchStats
 from exactly_once.local.auto_cdc_spec import AutoCdcSpec
@@ -20,10 +21,6 @@ from exactly_once.local.expectations import failure_message
 from exactly_once.local.progress import FlowResult, Progress
 from exactly_once.local.warehouse import Warehouse, delta_version, rows_written
 from exactly_once.table_properties import TOMBSTONE_GC_NEVER_SECONDS
-
-
-class FlowError(RuntimeError):
-    """A flow failed; the message names it."""
 
 
 def _flow_error(flow: str, err: BaseException) -> FlowError:

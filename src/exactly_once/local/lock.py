@@ -17,11 +17,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO
 
+from exactly_once.errors import WarehouseLockedError
 from exactly_once.local.warehouse import Warehouse
-
-
-class WarehouseLockedError(RuntimeError):
-    """Another update holds the warehouse."""
 
 
 class WarehouseLock:

@@ -15,12 +15,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from exactly_once.local.registry import GraphError, PipelineGraph
+from exactly_once.errors import RefreshError
+from exactly_once.local.registry import PipelineGraph
 from exactly_once.table_properties import RESET_ALLOWED, reset_allowed
-
-
-class RefreshError(GraphError):
-    """A refresh names a table the pipeline does not have, or one it must not reset."""
 
 
 @dataclass(frozen=True)

@@ -9,12 +9,9 @@ from pyspark.pipelines.flow import Flow
 from pyspark.pipelines.graph_element_registry import GraphElementRegistry
 from pyspark.pipelines.output import MaterializedView, Output, StreamingTable, Table, TemporaryView
 
+from exactly_once.errors import GraphError
 from exactly_once.local.auto_cdc_spec import AutoCdcSpec
 from exactly_once.table_properties import TOMBSTONE_GC_NEVER_SECONDS, tombstone_gc_seconds
-
-
-class GraphError(ValueError):
-    """The declared graph is inconsistent (duplicate names, flows into undeclared datasets...)."""
 
 
 @dataclass

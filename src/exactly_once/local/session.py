@@ -7,11 +7,8 @@ from pathlib import Path
 import pyspark
 from pyspark.sql import SparkSession
 
+from exactly_once.errors import MissingJarsError
 from exactly_once.paths import JARS_DIR
-
-
-class MissingJarsError(RuntimeError):
-    pass
 
 
 def _artifact(jar: Path) -> str:
@@ -22,13 +19,15 @@ def _artifact(jar: Path) -> str:
     return "-".join(parts)
 
 
-def spark_jars(jars_dir: Path = JARS_DIR / "spark") -> list[str]:
-    """Delta and Kafka-source jars, less any artifact the pyspark wheel already ships.
+def spark_jars(jars_dir: Path | None = None) -> list[str]:
+    """Delta and Kafka-source jars (default: `JARS_DIR/spark`, looked up when called), less any
+    artifact the pyspark wheel already ships.
 
     Maven resolves Delta's full runtime closure (Hadoop, Parquet, Jackson, ...); Spark already
     carries its own versions of those, and two copies on one classpath is how NoSuchMethodErrors
     start. So only artifacts missing from the wheel are added.
     """
+    jars_dir = jars_dir or JARS_DIR / "spark"
     jars = sorted(jars_dir.glob("*.jar"))
     if not jars:
         raise MissingJarsError(f"no jars in {jars_dir}; run `make setup` first")

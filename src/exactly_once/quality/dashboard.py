@@ -21,8 +21,9 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from exactly_once.errors import QualityError
 from exactly_once.local.event_log import EVENT_LOG, PIPELINE_NAME
-from exactly_once.quality.paths import DEFAULT_DASHBOARD, QualityError
+from exactly_once.quality.paths import DEFAULT_DASHBOARD
 from exactly_once.quality.template import DASHBOARD
 
 COLORS = ["#1a56db", "#e3a008", "#c81e1e", "#057a55", "#7e3af2", "#0694a2", "#d61f69"]

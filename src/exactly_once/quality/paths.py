@@ -1,4 +1,4 @@
-"""Where quality outputs go (git-ignored, under .local/quality/), and the one error type."""
+"""Where quality outputs go (git-ignored, under .local/quality/)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,3 @@ from exactly_once.paths import LOCAL_DIR
 QUALITY_DIR = LOCAL_DIR / "quality"
 DEFAULT_DATA_DOCS = QUALITY_DIR / "data_docs"
 DEFAULT_DASHBOARD = QUALITY_DIR / "dashboard.html"
-
-
-class QualityError(RuntimeError):
-    """Validation or the dashboard could not run (missing table...); the message says why."""

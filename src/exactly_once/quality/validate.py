@@ -17,8 +17,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from exactly_once.config import Settings, TableQuality
+from exactly_once.errors import QualityError
 from exactly_once.quality.gx_suites import build_suite
-from exactly_once.quality.paths import DEFAULT_DATA_DOCS, QualityError
+from exactly_once.quality.paths import DEFAULT_DATA_DOCS
 
 __all__ = ["DEFAULT_DATA_DOCS", "QualityError", "validate", "warehouse_reader", "catalog_reader"]
 SITE = "exactly_once"  # our Data Docs site (the ephemeral context has its own `local_site`)

@@ -8,7 +8,7 @@ from pathlib import Path
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from exactly_once.config import Settings
+from exactly_once.config import FILE_SOURCE, Settings
 from exactly_once.kafka_security import kafka_security_options
 
 # The Kafka source's columns (with includeHeaders), in its order.
@@ -39,18 +39,32 @@ def read_kafka(spark: SparkSession, settings: Settings) -> DataFrame:
 
 
 def read_kcat_file(spark: SparkSession, path: str) -> DataFrame:
-    """A `kcat -C -J` JSONL file as a stream with the Kafka source's columns.
+    """`kcat -C -J` JSONL dumps as a stream with the Kafka source's columns.
 
-    kcat prints key and payload as text and headers as a flat [name, value, ...] list; they are
-    turned back into Kafka's binary key/value and array<struct<key, value>> headers.
+    `path` is one dump, a directory of dumps (subdirectories included) or a glob. The stream's
+    checkpoint remembers the files it read, so each update reads only the dumps added since the
+    last one, each exactly once. kcat prints key and payload as text and headers as a flat
+    [name, value, ...] list; they are turned back into Kafka's binary key/value and
+    array<struct<key, value>> headers.
     """
-    # Spark's file source streams a directory or a glob, never a single file, and a directory
-    # would be listed with its subdirectories. A lone file becomes the glob `{name}`, which
-    # matches just it; basePath keeps partition discovery out of the parent directory.
-    file = Path(path)
-    pattern = path if glob.has_magic(path) else str(file.parent / f"{{{file.name}}}")
-    raw = (spark.readStream.schema(KCAT_SCHEMA).option("mode", "FAILFAST")
-           .option("basePath", str(file.parent)).json(pattern))
+    reader = (spark.readStream.schema(KCAT_SCHEMA).option("mode", "FAILFAST")
+              # The file source skips a new file older than the newest one it has seen minus
+              # maxFileAge (7 days by default): a dump copied in late with its original time
+              # would be lost. Each file is still read once; the checkpoint lists every file.
+              .option("maxFileAge", "36500d"))
+    if glob.has_magic(path):
+        # basePath keeps partition discovery out of the directories the glob matches in.
+        reader = reader.option("basePath", _glob_root(path))
+    elif Path(path).is_dir():
+        # Plain directory names (one per day, say) are not partitions of the dumps.
+        reader = reader.option("recursiveFileLookup", "true")
+    else:
+        # Spark streams a directory or a glob, never a single file: a lone file becomes the
+        # glob `{name}`, which matches just it, with basePath its directory.
+        file = Path(path)
+        path = str(file.parent / f"{{{file.name}}}")
+        reader = reader.option("basePath", str(file.parent))
+    raw = reader.json(path)
     headers = F.transform(
         F.sequence(F.lit(0), F.expr("size(headers) div 2 - 1").cast("int")),
         lambda i: F.struct(F.element_at("headers", i * 2 + 1).alias("key"),
@@ -69,6 +83,13 @@ def read_kcat_file(spark: SparkSession, path: str) -> DataFrame:
     )
 
 
+def _glob_root(pattern: str) -> str:
+    """The directory a glob starts in: `/dumps/2026-*/x.jsonl` -> `/dumps`."""
+    parts = Path(pattern).parts
+    literal = next(i for i, part in enumerate(parts) if glob.has_magic(part))
+    return str(Path(*parts[:literal])) if literal else "."
+
+
 def with_ingestion_time(records: DataFrame, now: Column | None = None) -> DataFrame:
     """Kafka records as bronze stores them: untouched, plus when this pipeline ingested them."""
     return records.select(*KAFKA_COLUMNS,
@@ -77,8 +98,8 @@ def with_ingestion_time(records: DataFrame, now: Column | None = None) -> DataFr
 
 def raw_kafka_records(spark: SparkSession, settings: Settings) -> DataFrame:
     """The configured source: the Kafka topics, or a kcat file for local replays."""
-    if settings.source.startswith("file:"):
-        records = read_kcat_file(spark, settings.source.removeprefix("file:"))
+    if settings.source.startswith(FILE_SOURCE):
+        records = read_kcat_file(spark, settings.source.removeprefix(FILE_SOURCE))
     else:
         records = read_kafka(spark, settings)
     return with_ingestion_time(records)

@@ -1,0 +1,229 @@
+"""Every error class reaches the user as one line on stderr and exit code 1, never a traceback.
+
+Each class is raised by the real code that raises it, through `exactly-once` as a user runs it
+where that is cheap (no Spark). Where the error comes out of a pipeline update, `main` runs the
+real command in-process with the session replaced by a stand-in (no JVM starts), and the update
+is either the real one (the warehouse lock) or real graph code that raises.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from exactly_once import cli
+from exactly_once.errors import (
+    BrokerError,
+    CliError,
+    ExactlyOnceError,
+    ExpectationError,
+    FlowError,
+    GraphError,
+    KcatFormatError,
+    MissingJarsError,
+    ProducerError,
+    QualityError,
+    RefreshError,
+    SettingsError,
+    WarehouseLockedError,
+)
+from exactly_once.local import expectations, pipeline, session
+from exactly_once.local.lock import WarehouseLock
+from exactly_once.local.refresh import RefreshSelection, plan_refresh
+from exactly_once.local.registry import PipelineGraph
+
+ERROR = "exactly-once: error: "
+TESTED: set[type[ExactlyOnceError]] = set()
+
+
+def covers(error: type[ExactlyOnceError]):
+    def mark(test):
+        TESTED.add(error)
+        return test
+    return mark
+
+
+def cli_run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "exactly_once.cli", *args], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def only_error_line(stderr: str) -> str:
+    """The one line a failed command prints, without its prefix."""
+    lines = stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(ERROR), stderr
+    return lines[0].removeprefix(ERROR)
+
+
+def in_process_error_line(capsys) -> str:
+    return only_error_line(capsys.readouterr().err)
+
+
+def write_dump(path, lines: list[str]):
+    path.write_text("".join(f"{line}\n" for line in lines))
+    return path
+
+
+def a_dump(tmp_path):
+    return write_dump(tmp_path / "dump.jsonl",
+                      [json.dumps({"topic": "orders", "key": "o1", "payload": "{}"})])
+
+
+class SessionStandIn:
+    """Stands in for the SparkSession a command starts: the failures below come before any
+    query, and no JVM has to start for them."""
+
+    class conf:  # noqa: N801  (spelled as SparkSession.conf)
+        @staticmethod
+        def set(key: str, value: str) -> None:
+            pass
+
+    def stop(self) -> None:
+        pass
+
+
+@pytest.fixture
+def no_spark(monkeypatch):
+    monkeypatch.setattr(session, "build_session", lambda *args, **kwargs: SessionStandIn())
+
+
+def run(tmp_path, *extra: str) -> int:
+    return cli.main(["run", "--source", f"file:{a_dump(tmp_path)}",
+                     "--warehouse", str(tmp_path / "warehouse"), *extra])
+
+
+# -- through the command line, as a user runs it -------------------------------------------------
+@covers(CliError)
+def test_a_missing_file_to_produce():
+    done = cli_run("produce", "/no/such/file.jsonl")
+    assert done.returncode == 1
+    assert only_error_line(done.stderr) == "no such file: /no/such/file.jsonl"
+
+
+@covers(SettingsError)
+def test_an_unknown_target():
+    done = cli_run("--target", "staging", "run")
+    assert done.returncode == 1
+    assert only_error_line(done.stderr).startswith("unknown target 'staging'; conf/targets has ")
+
+
+@covers(KcatFormatError)
+def test_a_kcat_file_with_a_bad_line(tmp_path):
+    good = json.dumps({"topic": "orders", "key": "o1", "payload": "{}"})
+    dump = write_dump(tmp_path / "dump.jsonl", [good, '{"key": "o1"}', good])
+    done = cli_run("produce", str(dump))
+    assert done.returncode == 1
+    assert only_error_line(done.stderr) == f"{dump}:2: missing or empty 'topic'"
+
+
+@covers(BrokerError)
+def test_a_broker_port_someone_else_listens_on(tmp_path):
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen()
+        port = squatter.getsockname()[1]
+        done = cli_run("broker", "start", "--port", str(port), "--home", str(tmp_path))
+    assert done.returncode == 1
+    assert only_error_line(done.stderr) == f"port {port} is already in use by another process"
+
+
+@covers(ProducerError)
+def test_a_record_for_a_partition_the_topic_lacks(kafka_broker, tmp_path):
+    record = {"topic": "orders", "partition": 7, "key": "o1", "payload": "{}"}  # it has 2
+    dump = write_dump(tmp_path / "dump.jsonl", [json.dumps(record)])
+    done = cli_run("produce", str(dump), "--bootstrap-servers", kafka_broker.bootstrap)
+    assert done.returncode == 1
+    line = only_error_line(done.stderr)
+    assert kafka_broker.bootstrap in line and "Unknown partition" in line, line
+
+
+@covers(FlowError)
+def test_a_dump_that_is_not_json_fails_its_flow(tmp_path):
+    """A real update (a JVM): the Kafka source's reader stops at the broken line."""
+    dump = write_dump(tmp_path / "dump.jsonl", ["{not json"])
+    done = cli_run("run", "--quiet", "--source", f"file:{dump}",
+                   "--warehouse", str(tmp_path / "warehouse"), timeout=300)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    # Above it, only the JVM's own start-up notes.
+    errors = [line for line in done.stderr.splitlines() if line.startswith("exactly-once")]
+    assert errors == done.stderr.strip().splitlines()[-1:], done.stderr
+    assert errors[0].startswith(f"{ERROR}flow `bronze_kafka_events` failed: "), errors
+
+
+# -- in-process, before Spark starts -------------------------------------------------------------
+@covers(MissingJarsError)
+def test_missing_spark_jars(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(session, "JARS_DIR", tmp_path / "no-jars")
+    assert run(tmp_path) == 1
+    assert in_process_error_line(capsys) == \
+        f"no jars in {tmp_path / 'no-jars' / 'spark'}; run `make setup` first"
+
+
+@covers(WarehouseLockedError)
+def test_a_warehouse_another_update_holds(tmp_path, no_spark, capsys):
+    """The real update: it stops at the lock, before it loads the pipeline."""
+    with WarehouseLock(tmp_path / "warehouse"):
+        assert run(tmp_path) == 1
+    assert in_process_error_line(capsys).startswith(
+        f"warehouse {tmp_path / 'warehouse'} is in use by an update of pid ")
+
+
+@covers(QualityError)
+def test_a_dashboard_of_a_warehouse_without_an_event_log(tmp_path, no_spark, capsys):
+    (tmp_path / "warehouse").mkdir()
+    assert cli.main(["quality", "dashboard", "--warehouse", str(tmp_path / "warehouse"),
+                     "--output", str(tmp_path / "dashboard.html")]) == 1
+    assert in_process_error_line(capsys) == \
+        f"no event log in {tmp_path / 'warehouse'}; run the pipeline first"
+
+
+# -- in-process, an update whose pipeline code raises (real graph code, no Spark) ----------------
+def update_raising(monkeypatch, declare) -> None:
+    """The update runs `declare` where it would load and plan the pipeline."""
+    monkeypatch.setattr(pipeline, "run_pipeline", lambda *args, **kwargs: declare())
+
+
+@covers(ExpectationError)
+def test_a_misdeclared_expectation(tmp_path, monkeypatch, no_spark, capsys):
+    update_raising(monkeypatch, lambda: expectations.expect_all_or_drop("amount >= 0"))
+    assert run(tmp_path) == 1
+    assert in_process_error_line(capsys) == "expect_all* takes a dict of name -> SQL constraint"
+
+
+@covers(GraphError)
+def test_a_sql_pipeline_file(tmp_path, monkeypatch, no_spark, capsys):
+    update_raising(monkeypatch, lambda: PipelineGraph().register_sql(
+        "CREATE MATERIALIZED VIEW v AS SELECT 1", tmp_path / "v.sql"))
+    assert run(tmp_path) == 1
+    assert in_process_error_line(capsys) == \
+        f"{tmp_path / 'v.sql'}: SQL pipeline files are not supported by the local runtime"
+
+
+@covers(RefreshError)
+def test_a_refresh_of_a_table_the_pipeline_lacks(tmp_path, monkeypatch, no_spark, capsys):
+    update_raising(monkeypatch, lambda: plan_refresh(PipelineGraph(),
+                                                     RefreshSelection.of(refresh=["nope"])))
+    assert run(tmp_path, "--refresh", "nope") == 1
+    assert in_process_error_line(capsys).startswith("unknown table `nope`")
+
+
+# -- the rule itself -----------------------------------------------------------------------------
+def test_every_error_class_has_a_test_above():
+    def subclasses(cls: type) -> set[type]:
+        return {sub for direct in cls.__subclasses__() for sub in {direct, *subclasses(direct)}}
+
+    assert subclasses(ExactlyOnceError) == TESTED
+
+
+def test_a_message_of_several_lines_is_printed_as_one(capsys, monkeypatch):
+    def broker_log_tail(args):
+        raise BrokerError("broker exited during startup:\nERROR one\n\n  ERROR two  ")
+
+    monkeypatch.setattr(cli, "cmd_broker", broker_log_tail)
+    assert cli.main(["broker", "status"]) == 1
+    assert in_process_error_line(capsys) == \
+        "broker exited during startup: | ERROR one | ERROR two"
