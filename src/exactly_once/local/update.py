@@ -74,7 +74,7 @@ class PipelineUpdate:
             if first_error is not None:
                 raise first_error
         finally:  # one flow_progress row per flow that ran (in the order they ended), failed
-            event_log.append(self.spark, self.warehouse.root, self.result.flows, self.update_id)
+            event_log.append(self.spark, self.warehouse, self.result.flows, self.update_id)
         self.result.table_rows = {name: self.warehouse.row_count(self.spark, name)
                                   for name in tables}
         self.result.seconds = time.monotonic() - started

@@ -17,6 +17,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from exactly_once.config import Settings
+from exactly_once.local.warehouse import Warehouse, is_delta_table
 from exactly_once.quality.gx_suites import TableQuality, build_suite
 from exactly_once.quality.paths import DEFAULT_DATA_DOCS, QualityError
 
@@ -61,8 +62,8 @@ class ValidationReport:
 
 def warehouse_reader(spark: SparkSession, warehouse: Path) -> Callable[[str], DataFrame]:
     def read(name: str) -> DataFrame:
-        path = warehouse / name
-        if not (path / "_delta_log").is_dir():
+        path = Warehouse(warehouse).table_path(name)
+        if not is_delta_table(path):
             raise QualityError(f"no table `{name}` in {warehouse}; run the pipeline first")
         return spark.read.format("delta").load(str(path.resolve()))
 
