@@ -1,7 +1,7 @@
 """Databricks pipeline expectations for the local runtime: the decorators and their evaluation.
 
 On Databricks `dp.expect*` are native. Open-source pyspark has none, so while pipeline files load
-(`databricks_api.installed()`) these versions record each expectation on the query function,
+(`dp_extensions.installed()`) these versions record each expectation on the query function,
 which pyspark's `dp.table` / `dp.append_flow` / `dp.materialized_view` / `dp.temporary_view` keep
 as `Flow.func`. The runtime then wraps the flow's DataFrame with `apply_expectations`:
 
