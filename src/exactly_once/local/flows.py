@@ -46,7 +46,9 @@ def _await(query: StreamingQuery, result: FlowResult, progress: Progress) -> Non
                     progress.batch(result.flow, p["batchId"], p["numInputRows"])
 
     try:
-        while not query.awaitTermination(0.5):
+        # pyspark takes seconds as int or float (it waits int(timeout * 1000) ms); its stub
+        # declares int only.
+        while not query.awaitTermination(0.5):  # type: ignore[arg-type]
             report()
     except Exception as err:  # StreamingQueryException: keep the cause, name the flow
         raise _flow_error(result.flow, err) from err

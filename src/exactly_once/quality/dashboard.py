@@ -84,7 +84,7 @@ def collect(spark: SparkSession, warehouse: Path) -> DashboardData:
         updates[update_id]["dropped"] = sum(dropped.values())
     ordered = list(updates.values())
     keys = sorted({k for v in per_update_expect.values() for k in v})
-    history = {k: [] for k in keys}
+    history: dict[str, list[float]] = {k: [] for k in keys}
     for u in ordered:
         counts = per_update_expect.get(u["update_id"], {})
         for k in keys:

@@ -127,10 +127,12 @@ def validate(spark: SparkSession, read: Callable[[str], DataFrame],
         t0 = time.monotonic()
         df = frames[name]
         params = {}
-        if tq.parameter:
+        if tq.parameter and tq.keys_at_most_in:  # the one implies the other
             other, key = tq.keys_at_most_in["table"], tq.keys_at_most_in["key"]
-            params[tq.parameter] = (frames.get(other) or read(other)) \
-                .agg(F.countDistinct(key)).first()[0]
+            # An aggregate without grouping has exactly one row.
+            (distinct_keys,) = (frames.get(other) or read(other)) \
+                .agg(F.countDistinct(key)).collect()
+            params[tq.parameter] = distinct_keys[0]
         suite = context.suites.add(build_suite(tq, settings, df))
         batch = source.add_dataframe_asset(name=name).add_batch_definition_whole_dataframe(name)
         definition = context.validation_definitions.add(
