@@ -68,18 +68,18 @@ def crash_after_target_commit(monkeypatch):
     """The AUTO CDC batch inside dies right after its target commit, before its state commit."""
     import pytest
 
-    from exactly_once.local import auto_cdc
+    from exactly_once.local.auto_cdc import commits
 
-    real_merge = auto_cdc._idempotent_merge
+    real_merge = commits.idempotent_merge
 
     def target_then_crash(spark, app_id, batch_id, merge, path):
         real_merge(spark, app_id, batch_id, merge, path)
         if app_id.endswith(":target"):
             raise RuntimeError("killed after the target commit")
 
-    monkeypatch.setattr(auto_cdc, "_idempotent_merge", target_then_crash)
+    monkeypatch.setattr(commits, "idempotent_merge", target_then_crash)
     try:
         with pytest.raises(RuntimeError, match="killed"):
             yield
     finally:
-        monkeypatch.setattr(auto_cdc, "_idempotent_merge", real_merge)
+        monkeypatch.setattr(commits, "idempotent_merge", real_merge)

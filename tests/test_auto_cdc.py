@@ -9,9 +9,8 @@ import pytest
 from helpers import crash_after_target_commit
 from pyspark.sql import functions as F
 
-from exactly_once.local import auto_cdc
-from exactly_once.local.auto_cdc import apply_scd1_batch, target_schema
-from exactly_once.local.auto_cdc_spec import AutoCdcSpec
+from exactly_once.local.auto_cdc.scd1 import apply_scd1_batch, ensure_state_table, target_schema
+from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.table_properties import TOMBSTONE_GC_THRESHOLD as TOMBSTONE_GC_PROPERTY
 
 SCHEMA = "id STRING, seq BIGINT, kind STRING, value STRING, off BIGINT"
@@ -29,11 +28,11 @@ class Tables:
         self.spark, self.spec = spark, spec or make_spec()
         spec = self.spec
         self.target, self.state = str(tmp_path / "target"), str(tmp_path / "state")
-        self.rejected = auto_cdc.rejected_rows_path(self.state)
+        self.rejected = str(tmp_path / "rejected")
         sample = spark.createDataFrame([], SCHEMA)
         spark.createDataFrame([], target_schema(spec, sample)).write.format("delta").save(
             self.target)
-        auto_cdc.ensure_state_table(spark, spec, sample, self.state)
+        ensure_state_table(spark, spec, sample, self.state)
         self.next_batch = 0
 
     def apply(self, rows, batch_id=None, **options):
@@ -146,8 +145,8 @@ def test_truncate_and_column_list(spark, tmp_path):
 
 def test_tombstones_expire_after_the_retention_threshold(tables, spark):
     assert make_spec().tombstone_gc_seconds() == 2 * 24 * 3600
-    assert make_spec(target_properties={TOMBSTONE_GC_PROPERTY: "60"}).tombstone_gc_seconds(
-        {TOMBSTONE_GC_PROPERTY: "0.5"}) == 0.5
+    assert make_spec(target_properties={TOMBSTONE_GC_PROPERTY: "0.5"}).tombstone_gc_seconds() \
+        == 0.5
     tables.apply([up("a", 1, "v1"), up("b", 1, "b1")])
     tables.apply([delete("a", 3), delete("b", 3)], tombstone_gc_seconds=3600)
     state = spark.read.format("delta").load(tables.state)

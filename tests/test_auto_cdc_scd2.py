@@ -6,9 +6,8 @@ import pytest
 from helpers import crash_after_target_commit
 from pyspark.sql import functions as F
 
-from exactly_once.local import auto_cdc, auto_cdc_scd2
-from exactly_once.local.auto_cdc_scd2 import apply_scd2_batch, target_schema
-from exactly_once.local.auto_cdc_spec import AutoCdcSpec
+from exactly_once.local.auto_cdc.scd2 import apply_scd2_batch, ensure_state_table, target_schema
+from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.table_properties import TOMBSTONE_GC_NEVER_SECONDS
 
 SCHEMA = "id STRING, seq BIGINT, kind STRING, status STRING, note STRING, off BIGINT"
@@ -23,11 +22,11 @@ class History:
                                 except_column_list=("off",), stored_as_scd_type=2,
                                 track_history_column_list=("status",))
         self.target, self.state = str(path / "target"), str(path / "state")
-        self.rejected = auto_cdc.rejected_rows_path(self.state)
+        self.rejected = str(path / "rejected")
         sample = spark.createDataFrame([], SCHEMA)
         spark.createDataFrame([], target_schema(self.spec, sample)).write.format("delta") \
             .save(self.target)
-        auto_cdc_scd2.ensure_state_table(spark, self.spec, sample, self.state)
+        ensure_state_table(spark, self.spec, sample, self.state)
         self.next_batch = 0
 
     def apply(self, rows, batch_id=None):
@@ -152,7 +151,7 @@ def test_a_pipeline_runs_scd1_and_scd2_flows_over_two_updates(spark, tmp_path):
         ("new", "", 1, 2), ("paid", "late note", 2, 4)]
     state = str(warehouse.auto_cdc_state_path("current"))
     assert table(state).where("__is_delete").count() == 2  # tombstones of `a` and `b` kept
-    rejected = table(auto_cdc.rejected_rows_path(state)).collect()
+    rejected = table(str(warehouse.auto_cdc_rejected_path("current"))).collect()
     assert [(r.flow, r.reason) for r in rejected] == [("current", "null key (id)")]
 
 

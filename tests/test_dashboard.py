@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
-from exactly_once.local.event_log import EVENT_LOG
+from exactly_once.local.warehouse import Warehouse
 from exactly_once.quality.dashboard import build_dashboard
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -61,7 +61,7 @@ def test_dashboard_renders_charts_and_numbers_match_the_tables(spark, quality_ru
     for table, rows in quality_run.result.table_rows.items():
         assert re.search(rf'data-table="{table}">.*?data-rows="{rows}"', dom, re.S), table
 
-    log = spark.read.format("delta").load(str(wh / EVENT_LOG))
+    log = spark.read.format("delta").load(str(Warehouse(wh).event_log_path()))
     expected = {(r.dataset, r.name): (r.passed, r.failed) for r in
                 log.select(F.explode("details.flow_progress.data_quality.expectations")
                            .alias("e")).groupBy("e.dataset", "e.name")

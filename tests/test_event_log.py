@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from exactly_once.local.event_log import EVENT_LOG
+from exactly_once.local.warehouse import Warehouse
 
 
 def _log(spark, run):
-    path = run.warehouse / EVENT_LOG
+    path = Warehouse(run.warehouse).event_log_path()
     spark.read.format("delta").load(str(path)).createOrReplaceTempView("event_log_under_test")
     return "event_log_under_test"
 

@@ -10,7 +10,7 @@ import textwrap
 import pytest
 from pyspark.pipelines.output import MaterializedView, StreamingTable, TemporaryView
 
-from exactly_once.local.auto_cdc_spec import AutoCdcSpec
+from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.flows import FlowError
 from exactly_once.local.loader import load_graph, pipeline_files
 from exactly_once.local.pipeline import run_pipeline
@@ -149,6 +149,25 @@ def test_a_flow_into_an_undeclared_dataset_is_rejected(spark, tmp_path):
     """)
     with pytest.raises(GraphError, match="`stray` writes to `nowhere`"):
         load_graph(spark, files)
+
+
+def test_an_auto_cdc_flow_gets_its_target_s_properties_wherever_the_target_is_declared(
+        spark, tmp_path):
+    files = write_pipeline(tmp_path / "p", """
+        from pyspark import pipelines as dp
+
+        @dp.temporary_view(name="changes")
+        def changes():
+            return spark.readStream.format("delta").load("/nowhere")
+
+        dp.create_auto_cdc_flow(target="current", source="changes", keys=["id"],
+                                sequence_by="seq")  # before its target
+        dp.create_streaming_table(name="current", table_properties={
+            "pipelines.cdc.tombstoneGCThresholdInSeconds": "60"})
+    """)
+    (spec,) = load_graph(spark, files).auto_cdc_flows
+    assert spec.target_properties == {"pipelines.cdc.tombstoneGCThresholdInSeconds": "60"}
+    assert spec.tombstone_gc_seconds() == 60
 
 
 def test_a_batch_query_into_a_streaming_table_names_the_flow(spark, tmp_path):

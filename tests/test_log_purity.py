@@ -24,7 +24,7 @@ from pyspark.sql import functions as F
 
 from exactly_once.config import load_settings
 from exactly_once.kafka.kcat import KafkaRecord, write_kcat_jsonl
-from exactly_once.local.auto_cdc import DELETED_AT
+from exactly_once.local.auto_cdc.scd1 import DELETED_AT
 from exactly_once.local.pipeline import run_pipeline
 
 NOW = datetime.now(timezone.utc).replace(microsecond=0)

@@ -50,7 +50,7 @@ from exactly_once.config import load_settings
 from exactly_once.kafka.broker import ensure_topics
 from exactly_once.kafka.kcat import KafkaRecord, write_kcat_jsonl
 from exactly_once.kafka.producer import produce_records
-from exactly_once.local.auto_cdc import SEQUENCE
+from exactly_once.local.auto_cdc.changes import SEQUENCE
 from exactly_once.local.pipeline import run_pipeline
 
 EXAMPLES_KNOB = "EXACTLY_ONCE_PROPERTY_EXAMPLES"

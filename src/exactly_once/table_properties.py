@@ -6,6 +6,8 @@ runtime read the same values from the same place.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 # `false`: a full refresh leaves the table, its checkpoints and its AUTO CDC state as they are
 # (Databricks skips it; locally `--full-refresh-all` skips it and `--full-refresh T` refuses it).
 RESET_ALLOWED = "pipelines.reset.allowed"
@@ -26,11 +28,11 @@ INCREMENTAL_VIEW_SOURCE = {"delta.enableRowTracking": "true"}
 TOMBSTONES_KEPT = {TOMBSTONE_GC_THRESHOLD: str(TOMBSTONE_GC_NEVER_SECONDS)}
 
 
-def reset_allowed(properties: dict[str, str]) -> bool:
+def reset_allowed(properties: Mapping[str, str]) -> bool:
     return str(properties.get(RESET_ALLOWED, "true")).strip().lower() != "false"
 
 
-def tombstone_gc_seconds(properties: dict[str, str]) -> float:
+def tombstone_gc_seconds(properties: Mapping[str, str]) -> float:
     """Tombstone retention from the target's properties, else Databricks' default."""
     value = properties.get(TOMBSTONE_GC_THRESHOLD)
     return float(value) if value is not None else float(DEFAULT_TOMBSTONE_GC_SECONDS)

@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime, timezone
-from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import StructType
+from pyspark.sql import functions as F
 
 from exactly_once.local.progress import FlowResult
+from exactly_once.local.warehouse import Warehouse, is_delta_table
 
-EVENT_LOG = "event_log"
 PIPELINE_NAME = "exactly_once"
 
 DDL = """
@@ -46,15 +45,6 @@ DDL = """
                                                         passed_records: BIGINT,
                                                         failed_records: BIGINT>>>>>
 """
-
-
-def schema() -> StructType:
-    """The event log's schema (parsing DDL needs an active SparkSession)."""
-    return StructType.fromDDL(DDL)
-
-
-def event_log_path(warehouse: Path) -> Path:
-    return warehouse / EVENT_LOG
 
 
 def new_update_id() -> str:
@@ -83,27 +73,27 @@ def flow_progress_row(result: FlowResult, update_id: str, sequence: int,
     )
 
 
-def append(spark: SparkSession, warehouse: Path, results: list[FlowResult],
+def append(spark: SparkSession, warehouse: Warehouse, results: list[FlowResult],
            update_id: str) -> None:
     """Append this update's flow_progress rows in one Delta commit."""
     if not results:
         return
-    path = str(event_log_path(warehouse).resolve())
-    pipeline_id = str(uuid.uuid5(uuid.NAMESPACE_URL, str(warehouse.resolve())))
+    path = str(warehouse.event_log_path().resolve())
+    pipeline_id = str(uuid.uuid5(uuid.NAMESPACE_URL, str(warehouse.root.resolve())))
     start = _next_sequence(spark, path)
     rows = [flow_progress_row(r, update_id, start + i, pipeline_id)
             for i, r in enumerate(results)]
-    spark.createDataFrame(rows, schema()).write.format("delta").mode("append").save(path)
+    spark.createDataFrame(rows, DDL).write.format("delta").mode("append").save(path)
 
 
 def _next_sequence(spark: SparkSession, path: str) -> int:
-    if not (Path(path) / "_delta_log").is_dir():
+    if not is_delta_table(path):
         return 1
-    from pyspark.sql import functions as F
+    # An aggregate without grouping has exactly one row (NULL for an empty table).
+    (last,) = spark.read.format("delta").load(path) \
+        .agg(F.max("sequence.control_plane_seq_no")).collect()
+    return (last[0] or 0) + 1
 
-    last = spark.read.format("delta").load(path).agg(F.max("sequence.control_plane_seq_no"))
-    return (last.first()[0] or 0) + 1
 
-
-def read(spark: SparkSession, warehouse: Path) -> DataFrame:
-    return spark.read.format("delta").load(str(event_log_path(warehouse).resolve()))
+def read(spark: SparkSession, warehouse: Warehouse) -> DataFrame:
+    return spark.read.format("delta").load(str(warehouse.event_log_path().resolve()))

@@ -1,7 +1,7 @@
 """Databricks pipeline expectations for the local runtime: the decorators and their evaluation.
 
 On Databricks `dp.expect*` are native. Open-source pyspark has none, so while pipeline files load
-(`databricks_api.installed()`) these versions record each expectation on the query function,
+(`dp_extensions.installed()`) these versions record each expectation on the query function,
 which pyspark's `dp.table` / `dp.append_flow` / `dp.materialized_view` / `dp.temporary_view` keep
 as `Flow.func`. The runtime then wraps the flow's DataFrame with `apply_expectations`:
 
@@ -20,6 +20,7 @@ import itertools
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
@@ -51,8 +52,12 @@ class ExpectationMetric:
 
 
 # -- the decorators (same signatures as Databricks) --------------------------------------------
-def _decorator(expectations: list[Expectation]) -> Callable:
-    def decorate(func):
+QueryFunction = Callable[..., Any]  # what @dp.table and friends decorate
+Decorator = Callable[[QueryFunction], QueryFunction]
+
+
+def _decorator(expectations: list[Expectation]) -> Decorator:
+    def decorate(func: QueryFunction) -> QueryFunction:
         if not callable(func):
             raise ExpectationError("expectation decorators go below @dp.table / "
                                    "@dp.materialized_view / @dp.append_flow, on the function")
@@ -64,37 +69,37 @@ def _decorator(expectations: list[Expectation]) -> Callable:
     return decorate
 
 
-def _one(name: str, constraint: str, action: str) -> Callable:
+def _one(name: str, constraint: str, action: str) -> Decorator:
     return _decorator([Expectation(name, constraint, action)])
 
 
-def _all(expectations: Mapping[str, str], action: str) -> Callable:
+def _all(expectations: Mapping[str, str], action: str) -> Decorator:
     if not isinstance(expectations, Mapping):
         raise ExpectationError("expect_all* takes a dict of name -> SQL constraint")
     return _decorator([Expectation(n, c, action) for n, c in expectations.items()])
 
 
-def expect(name: str, constraint: str) -> Callable:
+def expect(name: str, constraint: str) -> Decorator:
     return _one(name, constraint, WARN)
 
 
-def expect_or_drop(name: str, constraint: str) -> Callable:
+def expect_or_drop(name: str, constraint: str) -> Decorator:
     return _one(name, constraint, DROP)
 
 
-def expect_or_fail(name: str, constraint: str) -> Callable:
+def expect_or_fail(name: str, constraint: str) -> Decorator:
     return _one(name, constraint, FAIL)
 
 
-def expect_all(expectations: Mapping[str, str]) -> Callable:
+def expect_all(expectations: Mapping[str, str]) -> Decorator:
     return _all(expectations, WARN)
 
 
-def expect_all_or_drop(expectations: Mapping[str, str]) -> Callable:
+def expect_all_or_drop(expectations: Mapping[str, str]) -> Decorator:
     return _all(expectations, DROP)
 
 
-def expect_all_or_fail(expectations: Mapping[str, str]) -> Callable:
+def expect_all_or_fail(expectations: Mapping[str, str]) -> Decorator:
     return _all(expectations, FAIL)
 
 
@@ -102,7 +107,7 @@ DECORATORS = {f.__name__: f for f in (expect, expect_or_drop, expect_or_fail, ex
                                       expect_all_or_drop, expect_all_or_fail)}
 
 
-def declared(func) -> list[Expectation]:
+def declared(func: QueryFunction) -> list[Expectation]:
     return list(getattr(func, ATTRIBUTE, []) or [])
 
 
@@ -188,7 +193,7 @@ def _all_true(conditions: list[Column]) -> Column:
 def failure_message(err: BaseException) -> str | None:
     """The expectation failure inside a (streaming) query error, if that is what stopped it."""
     texts, seen = [], set()
-    pending: list = [err]
+    pending: list[BaseException | None] = [err]
     while pending:
         e = pending.pop()
         if e is None or id(e) in seen:

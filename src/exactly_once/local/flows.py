@@ -14,13 +14,12 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from exactly_once.errors import FlowError
-from exactly_once.local import auto_cdc, auto_cdc_scd2
-from exactly_once.local.auto_cdc import CdcBatchStats
-from exactly_once.local.auto_cdc_spec import AutoCdcSpec
+from exactly_once.local.auto_cdc.changes import CdcBatchStats
+from exactly_once.local.auto_cdc.spec import AutoCdcSpec
+from exactly_once.local.auto_cdc.writer import writer_for
 from exactly_once.local.expectations import failure_message
 from exactly_once.local.progress import FlowResult, Progress
 from exactly_once.local.warehouse import Warehouse, delta_version, rows_written
-from exactly_once.table_properties import TOMBSTONE_GC_NEVER_SECONDS
 
 
 def _flow_error(flow: str, err: BaseException) -> FlowError:
@@ -44,7 +43,9 @@ def _await(query: StreamingQuery, result: FlowResult, progress: Progress) -> Non
                     progress.batch(result.flow, p["batchId"], p["numInputRows"])
 
     try:
-        while not query.awaitTermination(0.5):
+        # pyspark takes seconds as int or float (it waits int(timeout * 1000) ms); its stub
+        # declares int only.
+        while not query.awaitTermination(0.5):  # type: ignore[arg-type]
             report()
     except Exception as err:  # StreamingQueryException: keep the cause, name the flow
         raise _flow_error(result.flow, err) from err
@@ -102,43 +103,28 @@ def checkpoint_query_id(checkpoint: Path) -> str:
 
 
 def run_auto_cdc_flow(spark: SparkSession, spec: AutoCdcSpec, source: DataFrame,
-                      warehouse: Warehouse, progress: Progress,
-                      table_properties: dict[str, str] | None = None) -> FlowResult:
-    """`table_properties`: the target's declared properties, when the spec did not see them
-    (it captures them when `create_streaming_table` comes first in the file)."""
+                      warehouse: Warehouse, progress: Progress) -> FlowResult:
+    """Apply `source`'s changes to `spec.target` batch by batch (auto_cdc/); the target is
+    created with the table properties the graph gave the spec."""
     if not source.isStreaming:
         raise FlowError(f"AUTO CDC flow `{spec.name}` needs a streaming source; "
                         f"`{spec.source}` is not one")
     result = FlowResult(flow=spec.name, target=spec.target, kind="auto_cdc")
     started = time.monotonic()
-    target_path = str(warehouse.table_path(spec.target).resolve())
-    state_path = str(warehouse.auto_cdc_state_path(spec.target).resolve())
-    scd = auto_cdc_scd2 if spec.stored_as_scd_type == 2 else auto_cdc
+    writer = writer_for(spec, warehouse.auto_cdc_tables(spec.target))
     if not warehouse.has_table(spec.target):
-        warehouse.create_table(spark, spec.target, scd.target_schema(spec, source),
-                               properties={**spec.target_properties, **(table_properties or {})})
-    scd.ensure_state_table(spark, spec, source, state_path)
-    rejected_path = auto_cdc.rejected_rows_path(state_path)  # flow, batch_id, reason, record...
+        warehouse.create_table(spark, spec.target, writer.target_schema(source),
+                               properties=dict(spec.target_properties))
+    writer.ensure_state_table(spark, source)
     checkpoint = warehouse.checkpoint_path(spec.name)
-    gc_seconds = spec.tombstone_gc_seconds(table_properties)
-    if gc_seconds >= TOMBSTONE_GC_NEVER_SECONDS:
-        gc_seconds = None  # kept for good: no GC pass per batch
-    totals = CdcBatchStats()
+    applied: list[CdcBatchStats] = []
 
     def apply(batch: DataFrame, batch_id: int) -> None:
         query_id = checkpoint_query_id(checkpoint)  # written before the first batch runs
         # The query's own session: the idempotent-write markers are session settings, and flows
         # run concurrently (update.py).
-        spark = batch.sparkSession
-        if scd is auto_cdc_scd2:
-            stats = auto_cdc_scd2.apply_scd2_batch(spark, batch, batch_id, spec, target_path,
-                                                   state_path, query_id=query_id,
-                                                   rejected_path=rejected_path)
-        else:
-            stats = auto_cdc.apply_scd1_batch(
-                spark, batch, batch_id, spec, target_path, state_path, query_id=query_id,
-                rejected_path=rejected_path, tombstone_gc_seconds=gc_seconds)
-        totals.add(stats)
+        applied.append(writer.apply_batch(batch.sparkSession, batch, batch_id,
+                                          query_id=query_id))
 
     query = (
         source.writeStream.queryName(spec.name)
@@ -148,8 +134,8 @@ def run_auto_cdc_flow(spark: SparkSession, spec: AutoCdcSpec, source: DataFrame,
         .start()
     )
     _await(query, result, progress)
+    totals = sum(applied, CdcBatchStats())
     result.output_rows = totals.upserts + totals.deletes
     result.cdc_rejected, result.cdc_stale = totals.rejected, totals.stale
     result.seconds = time.monotonic() - started
     return result
-

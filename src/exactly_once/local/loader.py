@@ -9,7 +9,7 @@ from pathlib import Path
 from pyspark.pipelines.graph_element_registry import graph_element_registration_context
 from pyspark.sql import SparkSession
 
-from exactly_once.local import databricks_api
+from exactly_once.local import dp_extensions
 from exactly_once.local.registry import PipelineGraph
 
 
@@ -21,8 +21,8 @@ def pipeline_files(root: Path) -> list[Path]:
 def load_graph(spark: SparkSession, files: Iterable[Path]) -> PipelineGraph:
     """Run each file as Databricks does, with `spark` as a global, and collect what it declares."""
     graph = PipelineGraph()
-    with graph_element_registration_context(graph), databricks_api.installed():
+    with graph_element_registration_context(graph), dp_extensions.installed(graph):
         for path in files:
             runpy.run_path(str(path), init_globals={"spark": spark}, run_name="__pipeline__")
-    graph.validate()
+    graph.complete()
     return graph

@@ -6,6 +6,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import TextIO
 
+from exactly_once.local.expectations import ExpectationMetric
+
 
 @dataclass
 class FlowResult:
@@ -24,7 +26,7 @@ class FlowResult:
     error: str | None = None
     # Expectations (local/expectations.py): summed streaming `observedMetrics`, then per rule.
     observed: dict[str, dict[str, int]] = field(default_factory=dict)
-    expectations: list = field(default_factory=list)  # [ExpectationMetric]
+    expectations: list[ExpectationMetric] = field(default_factory=list)
     dropped_records: int | None = None  # None: the flow has no expectations
 
     def add_streaming_progress(self, progress: dict) -> None:

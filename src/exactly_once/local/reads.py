@@ -19,6 +19,9 @@ Resolver = Callable[[str, bool], DataFrame | None]
 
 @contextmanager
 def resolved_reads(resolve: Resolver) -> Iterator[None]:
+    """While inside, `table(name)` of the stream reader, the batch reader and the session asks
+    `resolve` first. The pipeline files call these methods on pyspark's own objects, so the
+    methods are replaced on the classes for the duration."""
     originals = (DataStreamReader.table, DataFrameReader.table, SparkSession.table)
 
     def stream_table(self: DataStreamReader, tableName: str) -> DataFrame:
@@ -33,9 +36,14 @@ def resolved_reads(resolve: Resolver) -> Iterator[None]:
         df = resolve(tableName, False)
         return df if df is not None else originals[2](self, tableName)
 
-    DataStreamReader.table, DataFrameReader.table, SparkSession.table = (
-        stream_table, batch_table, session_table)
+    # Replacing these methods is the purpose here; mypy's method-assign check is for doing it
+    # by accident. The replacements have pyspark's signatures.
+    DataStreamReader.table = stream_table  # type: ignore[method-assign]
+    DataFrameReader.table = batch_table  # type: ignore[method-assign]
+    SparkSession.table = session_table  # type: ignore[method-assign]
     try:
         yield
     finally:
-        DataStreamReader.table, DataFrameReader.table, SparkSession.table = originals
+        DataStreamReader.table = originals[0]  # type: ignore[method-assign]
+        DataFrameReader.table = originals[1]  # type: ignore[method-assign]
+        SparkSession.table = originals[2]  # type: ignore[method-assign]

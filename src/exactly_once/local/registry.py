@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from pyspark.pipelines.flow import Flow
+from pyspark.pipelines.flow import AutoCdcFlow, Flow
 from pyspark.pipelines.graph_element_registry import GraphElementRegistry
 from pyspark.pipelines.output import MaterializedView, Output, StreamingTable, Table, TemporaryView
 
 from exactly_once.errors import GraphError
-from exactly_once.local.auto_cdc_spec import AutoCdcSpec
+from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.table_properties import TOMBSTONE_GC_NEVER_SECONDS, tombstone_gc_seconds
 
 
@@ -30,8 +30,14 @@ class PipelineGraph(GraphElementRegistry):
             raise GraphError(f"flow `{flow.name}` is defined twice")
         self.flows.append(flow)
 
-    def register_auto_cdc_flow(self, flow: AutoCdcSpec) -> None:  # type: ignore[override]
-        self.auto_cdc_flows.append(flow)
+    def register_auto_cdc_flow(self, flow: AutoCdcFlow) -> None:
+        """pyspark's own AUTO CDC flow: never reached while the Databricks signature is
+        installed on `dp` (dp_extensions.py), which registers through `register_auto_cdc_spec`."""
+        raise GraphError(f"AUTO CDC flow `{flow.name or flow.target}`: pyspark's "
+                         "create_auto_cdc_flow is not supported by the local runtime")
+
+    def register_auto_cdc_spec(self, spec: AutoCdcSpec) -> None:
+        self.auto_cdc_flows.append(spec)
 
     def register_sql(self, sql_text: str, file_path: Path) -> None:
         raise GraphError(f"{file_path}: SQL pipeline files are not supported by the local runtime")
@@ -49,11 +55,31 @@ class PipelineGraph(GraphElementRegistry):
     def table_properties(self, name: str) -> dict[str, str]:
         return dict(getattr(self.outputs.get(name), "table_properties", None) or {})
 
+    def all_flows(self) -> list[Flow | AutoCdcSpec]:
+        return [*self.flows, *self.auto_cdc_flows]
+
     def flows_into(self, name: str) -> list[Flow | AutoCdcSpec]:
-        return [f for f in [*self.flows, *self.auto_cdc_flows] if f.target == name]
+        return [f for f in self.all_flows() if f.target == name]
+
+    def view_flow(self, name: str) -> Flow:
+        """The one query of temporary view `name` (an AUTO CDC flow cannot write a view)."""
+        (flow,) = [f for f in self.flows if f.target == name]
+        return flow
+
+    # -- once every file has run ---------------------------------------------------------------
+    def complete(self) -> None:
+        """Give each AUTO CDC flow its target's table properties, then validate.
+
+        Only now: a file may declare the flow before its target, or the target in another
+        file. From here on the spec is where the runtime reads them (tombstone retention, the
+        properties the target table is created with).
+        """
+        self.auto_cdc_flows = [replace(spec, target_properties=self.table_properties(spec.target))
+                               for spec in self.auto_cdc_flows]
+        self.validate()
 
     def validate(self) -> None:
-        for flow in [*self.flows, *self.auto_cdc_flows]:
+        for flow in self.all_flows():
             if flow.target not in self.outputs:
                 raise GraphError(f"flow `{flow.name}` writes to `{flow.target}`, "
                                  "which no file declares")

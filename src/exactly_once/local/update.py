@@ -14,20 +14,25 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from functools import partial
 
 from pyspark.pipelines.flow import Flow
 from pyspark.sql import DataFrame, SparkSession
 
 from exactly_once.local import event_log, flows
-from exactly_once.local.auto_cdc_spec import AutoCdcSpec
+from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.expectations import ObservedExpectations, apply_expectations, declared
 from exactly_once.local.progress import FlowResult, Progress, UpdateResult
 from exactly_once.local.reads import resolved_reads
 from exactly_once.local.refresh import RefreshSelection, plan_refresh
 from exactly_once.local.registry import GraphError, PipelineGraph
 from exactly_once.local.warehouse import Warehouse
+
+# A flow bound to its session and target, given its query, the warehouse and the progress.
+FlowRunner = Callable[[DataFrame, Warehouse, Progress], FlowResult]
 
 
 @dataclass
@@ -48,7 +53,7 @@ class PipelineUpdate:
         self.result = UpdateResult()
         self.update_id = event_log.new_update_id()
         self._lock = threading.Lock()
-        self._tables: dict[str, Future] = {}  # table -> done when it is up to date
+        self._tables: dict[str, Future[None]] = {}  # table -> done when it is up to date
         self._waits_for: dict[str, set[str]] = {}  # table -> tables its flows wait for
         self._reset: set[str] = set()
         self._setup = threading.local()  # .flow: the _FlowSetup of the flow this thread builds
@@ -64,7 +69,7 @@ class PipelineUpdate:
             if self.warehouse.has_table(name):
                 self.warehouse.register(self.spark, name)
         for name in set(tables) - set(plan.update):  # read as they are
-            self._tables[name] = Future()
+            self._tables[name] = Future[None]()
             self._tables[name].set_result(None)
         try:
             with resolved_reads(self._resolve):
@@ -74,22 +79,22 @@ class PipelineUpdate:
             if first_error is not None:
                 raise first_error
         finally:  # one flow_progress row per flow that ran (in the order they ended), failed
-            event_log.append(self.spark, self.warehouse.root, self.result.flows, self.update_id)
+            event_log.append(self.spark, self.warehouse, self.result.flows, self.update_id)
         self.result.table_rows = {name: self.warehouse.row_count(self.spark, name)
                                   for name in tables}
         self.result.seconds = time.monotonic() - started
         return self.result
 
-    def _table_update(self, name: str) -> Future:
+    def _table_update(self, name: str) -> Future[None]:
         """The future of `name`'s update, started in a thread of its own on first request."""
         with self._lock:
             if name not in self._tables:
-                self._tables[name] = future = Future()
+                self._tables[name] = future = Future[None]()
                 threading.Thread(target=self._update, args=(name, future),
                                  name=f"update-{name}", daemon=True).start()
             return self._tables[name]
 
-    def _update(self, name: str, future: Future) -> None:
+    def _update(self, name: str, future: Future[None]) -> None:
         try:
             for flow in self.graph.flows_into(name):
                 self._run_flow(flow)
@@ -130,7 +135,7 @@ class PipelineUpdate:
             return None  # not ours: an ordinary catalog table
         setup: _FlowSetup | None = getattr(self._setup, "flow", None)
         if self.graph.is_view(name):
-            (view_flow,) = self.graph.flows_into(name)
+            view_flow = self.graph.view_flow(name)
             df, observed = apply_expectations(view_flow.func(), declared(view_flow.func), name)
             if observed is not None and setup is not None:  # counted by the reading flow
                 setup.observed.append(observed)
@@ -162,27 +167,25 @@ class PipelineUpdate:
             self._setup.flow = outer
         return df, setup
 
+    def _runner(self, flow: Flow | AutoCdcSpec) -> tuple[str, FlowRunner]:
+        """The flow's kind and the function that runs it, decided once."""
+        if isinstance(flow, AutoCdcSpec):
+            return "auto_cdc", partial(flows.run_auto_cdc_flow, self.spark, flow)
+        if self.graph.is_materialized_view(flow.target):
+            return "materialized_view", partial(flows.run_materialized_view, self.spark,
+                                                flow.name, flow.target)
+        return "append", partial(flows.run_append_flow, self.spark, flow.name, flow.target)
+
     def _run_flow(self, flow: Flow | AutoCdcSpec) -> None:
-        kind = "auto_cdc" if isinstance(flow, AutoCdcSpec) else (
-            "materialized_view" if self.graph.is_materialized_view(flow.target) else "append")
+        kind, run = self._runner(flow)
         df, setup = self._build(flow)
         if setup.streamed & self._reset and flow.target not in self._reset:
             # A kept table (protected, or not selected) reads a table rebuilt in this update:
             # its checkpoint names the old table, so it reads the new one from the start.
             self.warehouse.reset_checkpoint(flow.name)
-
-        def run():
-            if isinstance(flow, AutoCdcSpec):
-                return flows.run_auto_cdc_flow(self.spark, flow, df, self.warehouse,
-                                               self.progress,
-                                               self.graph.table_properties(flow.target))
-            runner = flows.run_materialized_view if kind == "materialized_view" \
-                else flows.run_append_flow
-            return runner(self.spark, flow.name, flow.target, df, self.warehouse, self.progress)
-
         self.progress.flow_started(flow.name, kind)
         try:
-            result = run()
+            result = run(df, self.warehouse, self.progress)
         except flows.FlowError as err:  # the event log records the failure, then it propagates
             with self._lock:
                 self.result.flows.append(FlowResult(flow=flow.name, target=flow.target,

@@ -22,7 +22,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from exactly_once.errors import QualityError
-from exactly_once.local.event_log import EVENT_LOG, PIPELINE_NAME
+from exactly_once.local.event_log import PIPELINE_NAME
+from exactly_once.local.warehouse import EVENT_LOG_DIR, Warehouse, is_delta_table
 from exactly_once.quality.paths import DEFAULT_DASHBOARD
 from exactly_once.quality.template import DASHBOARD
 
@@ -40,8 +41,8 @@ class DashboardData:
 
 
 def collect(spark: SparkSession, warehouse: Path) -> DashboardData:
-    log_path = warehouse / EVENT_LOG
-    if not (log_path / "_delta_log").is_dir():
+    log_path = Warehouse(warehouse).event_log_path()
+    if not is_delta_table(log_path):
         raise QualityError(f"no event log in {warehouse}; run the pipeline first")
     rows = (spark.read.format("delta").load(str(log_path.resolve()))
             .where("event_type = 'flow_progress'")
@@ -84,7 +85,7 @@ def collect(spark: SparkSession, warehouse: Path) -> DashboardData:
         updates[update_id]["dropped"] = sum(dropped.values())
     ordered = list(updates.values())
     keys = sorted({k for v in per_update_expect.values() for k in v})
-    history = {k: [] for k in keys}
+    history: dict[str, list[float]] = {k: [] for k in keys}
     for u in ordered:
         counts = per_update_expect.get(u["update_id"], {})
         for k in keys:
@@ -100,16 +101,16 @@ def collect(spark: SparkSession, warehouse: Path) -> DashboardData:
                              "rate": passed / (passed + failed) if passed + failed else 1.0})
 
     quarantine, total = [], 0
-    qpath = warehouse / "quarantine"
-    if (qpath / "_delta_log").is_dir():
+    qpath = Warehouse(warehouse).table_path("quarantine")
+    if is_delta_table(qpath):
         q = spark.read.format("delta").load(str(qpath.resolve()))
         total = q.count()
         quarantine = [(r.rule, r["count"]) for r in
                       q.select(F.explode("errors").alias("rule")).groupBy("rule").count()
                       .orderBy(F.desc("count"), "rule").collect()]
     tables = []
-    for path in sorted(p for p in warehouse.iterdir() if (p / "_delta_log").is_dir()):
-        if path.name == EVENT_LOG:
+    for path in sorted(p for p in warehouse.iterdir() if is_delta_table(p)):
+        if path == log_path:
             continue
         tables.append({"name": path.name,
                        "rows": spark.read.format("delta").load(str(path.resolve())).count()})
@@ -202,7 +203,7 @@ def _data_docs_links(data_docs: Path | None, output: Path) -> dict | None:
 
 
 def render(data: DashboardData, output: Path, data_docs: Path | None = None,
-           event_log: str = EVENT_LOG) -> str:
+           event_log: str = EVENT_LOG_DIR) -> str:
     from jinja2 import Environment
 
     latest = data.updates[-1] if data.updates else None
@@ -240,5 +241,5 @@ def build_dashboard(spark: SparkSession, warehouse: Path, output: Path = DEFAULT
                     data_docs: Path | None = None) -> DashboardData:
     data = collect(spark, warehouse)
     output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(render(data, output, data_docs, str(warehouse / EVENT_LOG)))
+    output.write_text(render(data, output, data_docs, str(Warehouse(warehouse).event_log_path())))
     return data

@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 
 from exactly_once.config import Settings, TableQuality
 from exactly_once.errors import QualityError
+from exactly_once.local.warehouse import Warehouse, is_delta_table
 from exactly_once.quality.gx_suites import build_suite
 from exactly_once.quality.paths import DEFAULT_DATA_DOCS
 
@@ -62,8 +63,8 @@ class ValidationReport:
 
 def warehouse_reader(spark: SparkSession, warehouse: Path) -> Callable[[str], DataFrame]:
     def read(name: str) -> DataFrame:
-        path = warehouse / name
-        if not (path / "_delta_log").is_dir():
+        path = Warehouse(warehouse).table_path(name)
+        if not is_delta_table(path):
             raise QualityError(f"no table `{name}` in {warehouse}; run the pipeline first")
         return spark.read.format("delta").load(str(path.resolve()))
 
@@ -127,10 +128,12 @@ def validate(spark: SparkSession, read: Callable[[str], DataFrame],
         t0 = time.monotonic()
         df = frames[name]
         params = {}
-        if tq.parameter:
+        if tq.parameter and tq.keys_at_most_in:  # the one implies the other
             other, key = tq.keys_at_most_in["table"], tq.keys_at_most_in["key"]
-            params[tq.parameter] = (frames.get(other) or read(other)) \
-                .agg(F.countDistinct(key)).first()[0]
+            # An aggregate without grouping has exactly one row.
+            (distinct_keys,) = (frames.get(other) or read(other)) \
+                .agg(F.countDistinct(key)).collect()
+            params[tq.parameter] = distinct_keys[0]
         suite = context.suites.add(build_suite(tq, settings, df))
         batch = source.add_dataframe_asset(name=name).add_batch_definition_whole_dataframe(name)
         definition = context.validation_definitions.add(

@@ -9,7 +9,7 @@ The state table (`<warehouse>/_pipeline/auto_cdc/<target>`) is the journal of ev
 event per key (keys, sequence, delete flag, target columns as received). Per batch:
 1. events with a NULL key or sequence are rejected to the rejected-rows table;
 2. one event is kept per (key, sequence) inside the batch, the one with the highest tie-break
-   (`auto_cdc.tie_break`: a delete, else by content), and dropped if the journal already holds
+   (`changes.tie_break`: a delete, else by content), and dropped if the journal already holds
    that (key, sequence) with a tie-break as high (a redelivery); one with a higher tie-break
    replaces the journal's event, so equal sequences resolve as in SCD1, in any arrival order;
 3. for the keys the remaining events touch, the journal plus those events are replayed in
@@ -17,23 +17,22 @@ event per key (keys, sequence, delete flag, target columns as received). Per bat
    or fill a gap, and an upsert older than a delete makes a closed version, never a current one;
 4. one MERGE on (keys, `__START_AT`) replaces those keys' versions in the target (update,
    insert, delete), then one MERGE appends the events to the journal.
-Both MERGEs carry the idempotent-write markers (txnAppId = query id + flow + table,
-txnVersion = batch id) and the
-decisions come only from the journal, which is written last: a replay after a crash between
-them skips the target MERGE and writes the same journal rows as the first attempt would have.
+Both MERGEs are idempotent per batch (commits.py) and the decisions come only from the journal,
+which is written last: a replay after a crash between them skips the target MERGE and writes the
+same journal rows as the first attempt would have.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+from dataclasses import dataclass
 
 from delta.tables import DeltaTable
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType
 
-from exactly_once.local import auto_cdc
-from exactly_once.local.auto_cdc import (
+from exactly_once.local.auto_cdc import commits
+from exactly_once.local.auto_cdc.changes import (
     IS_DELETE,
     REJECT_REASON,
     RESET,
@@ -44,12 +43,12 @@ from exactly_once.local.auto_cdc import (
     data_columns,
     fill_null_updates,
     merge_condition,
-    record_rejected,
     tag_events,
     target_columns,
     tie_break,
 )
-from exactly_once.local.auto_cdc_spec import AutoCdcSpec
+from exactly_once.local.auto_cdc.spec import AutoCdcSpec
+from exactly_once.local.warehouse import AutoCdcTables, is_delta_table
 
 START_AT, END_AT = "__START_AT", "__END_AT"
 OP = "__op"
@@ -86,7 +85,7 @@ def journal_schema(spec: AutoCdcSpec, source: DataFrame) -> StructType:
 
 def ensure_state_table(spark: SparkSession, spec: AutoCdcSpec, source: DataFrame,
                        state_path: str) -> None:
-    if not (Path(state_path) / "_delta_log").is_dir():
+    if not is_delta_table(state_path):
         spark.createDataFrame([], journal_schema(spec, source)).write.format("delta").save(
             state_path)
         return
@@ -136,9 +135,10 @@ def apply_scd2_batch(spark: SparkSession, batch: DataFrame, batch_id: int, spec:
     order = target_columns(spec, batch.columns)
     events = tag_events(batch, spec).persist()
     try:
-        total, rejected, _ = batch_counts(events)
+        counted = batch_counts(events)
+        total, rejected = counted.total, counted.rejected
         if rejected:
-            record_rejected(events, batch.columns, spec, batch_id, rejected_path, query_id)
+            commits.record_rejected(events, batch.columns, spec, batch_id, rejected_path, query_id)
         good = events.where(F.col(REJECT_REASON) == "").select(
             *spec.keys, SEQUENCE, IS_DELETE, *columns).withColumn(TIE, tie_break(columns))
         journal = spark.read.format("delta").load(state_path)
@@ -147,8 +147,8 @@ def apply_scd2_batch(spark: SparkSession, batch: DataFrame, batch_id: int, spec:
             .where(F.col("__journal_tie").isNull() | (F.col(TIE) > F.col("__journal_tie"))) \
             .drop("__journal_tie", TIE).persist()
         try:
-            counts = fresh.agg(F.count(F.lit(1)).alias("applied"),
-                               F.count_if(F.col(IS_DELETE)).alias("deletes")).first()
+            (counts,) = fresh.agg(F.count(F.lit(1)).alias("applied"),
+                                  F.count_if(F.col(IS_DELETE)).alias("deletes")).collect()
             applied, deletes = counts["applied"], counts["deletes"]
             committed = applied > 0 and _apply(spark, spec, batch_id, query_id, fresh, journal,
                                                columns, tracked, order, target_path, state_path)
@@ -179,7 +179,7 @@ def _apply(spark: SparkSession, spec: AutoCdcSpec, batch_id: int, query_id: str,
         .join(versions.select(*spec.keys, START_AT), [*spec.keys, START_AT], "left_anti")
     ops = versions.withColumn(OP, F.lit("upsert")).unionByName(
         obsolete.withColumn(OP, F.lit("delete")), allowMissingColumns=True)
-    values = {f"`{c}`": f"s.`{c}`" for c in [*order, START_AT, END_AT]}
+    values: dict[str, str | Column] = {f"`{c}`": f"s.`{c}`" for c in [*order, START_AT, END_AT]}
     unchanged = " AND ".join(f"t.`{c}` <=> s.`{c}`" for c in [*columns, END_AT])
     target_merge = (
         target.alias("t").merge(ops.alias("s"), merge_condition(spec, (START_AT,)))
@@ -187,14 +187,34 @@ def _apply(spark: SparkSession, spec: AutoCdcSpec, batch_id: int, query_id: str,
         .whenMatchedUpdate(condition=f"s.{OP} = 'upsert' AND NOT ({unchanged})", set=values)
         .whenNotMatchedInsert(condition=f"s.{OP} = 'upsert'", values=values)
     )
-    committed = auto_cdc._idempotent_merge(spark, f"{query_id}:{spec.name}:target", batch_id,
-                                           target_merge, target_path)
+    committed = commits.idempotent_merge(spark, f"{query_id}:{spec.name}:target", batch_id,
+                                         target_merge, target_path)
     journal_merge = (
         DeltaTable.forPath(spark, state_path).alias("t")
         .merge(fresh.alias("s"), merge_condition(spec, (SEQUENCE,)))
         .whenMatchedUpdateAll()
         .whenNotMatchedInsertAll()
     )
-    auto_cdc._idempotent_merge(spark, f"{query_id}:{spec.name}:state", batch_id, journal_merge,
-                               state_path)
+    commits.idempotent_merge(spark, f"{query_id}:{spec.name}:state", batch_id, journal_merge,
+                             state_path)
     return committed
+
+
+@dataclass(frozen=True)
+class Scd2Writer:
+    """One SCD2 flow's target, event journal and rejected rows; see the module docstring."""
+
+    spec: AutoCdcSpec
+    tables: AutoCdcTables
+
+    def target_schema(self, source: DataFrame) -> StructType:
+        return target_schema(self.spec, source)
+
+    def ensure_state_table(self, spark: SparkSession, source: DataFrame) -> None:
+        ensure_state_table(spark, self.spec, source, self.tables.state)
+
+    def apply_batch(self, spark: SparkSession, batch: DataFrame, batch_id: int, *,
+                    query_id: str) -> CdcBatchStats:
+        return apply_scd2_batch(spark, batch, batch_id, self.spec, self.tables.target,
+                                self.tables.state, query_id=query_id,
+                                rejected_path=self.tables.rejected)

@@ -1,0 +1,11 @@
+"""AUTO CDC for the local runtime: `dp.create_auto_cdc_flow` applied with Delta MERGE.
+
+    spec.py     the flow as declared (Databricks signature), checked when the file loads
+    changes.py  what SCD1 and SCD2 share about a micro-batch: tagging, tie-break, counts
+    commits.py  the writes a replayed batch must not repeat: txn-guarded MERGE, rejected rows
+    scd1.py     SCD type 1: current row per key, with a key-state table and tombstones
+    scd2.py     SCD type 2: versions per key, replayed from an event journal
+    writer.py   the one place that picks SCD1 or SCD2 for a flow
+
+Nothing is imported here, so loading a spec does not load Delta.
+"""

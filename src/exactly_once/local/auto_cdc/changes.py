@@ -1,0 +1,131 @@
+"""What SCD1 and SCD2 share about a micro-batch of change events.
+
+Each event is tagged with its sequence, whether it deletes or truncates, and why it is rejected
+(a NULL key or sequence). Events compare by (sequence, tie-break); the tie-break depends only on
+the event's content, so every replay decides equal sequences the same way (docs/auto_cdc.md,
+"Ties").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
+
+from exactly_once.local.auto_cdc.spec import AutoCdcSpec
+
+SEQUENCE = "__sequence"
+TIE = "__tie"  # breaks equal sequences: struct(deleted, content hash)
+IS_DELETE = "__is_delete"
+IS_TRUNCATE = "__is_truncate"
+SYNTHETIC = "__from_truncate"
+REJECT_REASON = "__reject_reason"
+RESET = "__reset"
+
+
+@dataclass(frozen=True)
+class CdcBatchStats:
+    """What applying one micro-batch (or, summed, a whole flow run) did."""
+
+    rejected: int = 0  # NULL key or sequence
+    upserts: int = 0
+    deletes: int = 0
+    stale: int = 0  # older than what the batch or the table already had
+    truncates: int = 0
+
+    def __add__(self, other: CdcBatchStats) -> CdcBatchStats:
+        return CdcBatchStats(**{f.name: getattr(self, f.name) + getattr(other, f.name)
+                                for f in fields(self)})
+
+
+@dataclass(frozen=True)
+class BatchCounts:
+    """One aggregation over a tagged batch, before anything is merged."""
+
+    total: int
+    rejected: int
+    truncates: int  # accepted truncate events
+
+
+def target_columns(spec: AutoCdcSpec, source_columns: list[str]) -> list[str]:
+    if spec.column_list is not None:
+        missing = set(spec.column_list) - set(source_columns)
+        if missing:
+            raise ValueError(f"{spec.name}: column_list names unknown columns {sorted(missing)}")
+        return [*(k for k in spec.keys if k not in spec.column_list), *spec.column_list]
+    excluded = set(spec.except_column_list or ())
+    return [c for c in source_columns if c not in excluded]
+
+
+def data_columns(spec: AutoCdcSpec, source_columns: list[str]) -> list[str]:
+    """The target's columns other than the keys."""
+    return [c for c in target_columns(spec, source_columns) if c not in spec.keys]
+
+
+def tie_break(columns: list[str]) -> Column:
+    """What decides between events with equal sequences: a delete first, then the content.
+
+    A hash of the target columns, not the Kafka offset or arrival order: a redelivery has the
+    same content, so it decides nothing, and every replay decides the same way.
+    """
+    content = F.to_json(F.struct(*[F.col(f"`{c}`") for c in columns]),
+                        {"ignoreNullFields": "false"})
+    return F.struct(F.col(IS_DELETE).alias("deleted"), F.sha2(content, 256).alias("content"))
+
+
+def tag_events(events: DataFrame, spec: AutoCdcSpec) -> DataFrame:
+    """SEQUENCE, IS_DELETE, IS_TRUNCATE and the reason ('' if none) to reject the event."""
+    def flag(condition: Column | None) -> Column:
+        return F.lit(False) if condition is None else F.coalesce(condition, F.lit(False))
+
+    tagged = events.withColumn(SEQUENCE, spec.sequence_by) \
+        .withColumn(IS_TRUNCATE, flag(spec.apply_as_truncates)) \
+        .withColumn(IS_DELETE, flag(spec.apply_as_deletes) & ~F.col(IS_TRUNCATE)) \
+        .withColumn(SYNTHETIC, F.lit(False))
+    sequence_type = tagged.schema[SEQUENCE].dataType
+    null_sequence = F.col(SEQUENCE).isNull()
+    if isinstance(sequence_type, StructType):  # a struct sequence counts as NULL if any field is
+        for f in sequence_type.fields:
+            null_sequence = null_sequence | F.col(f"{SEQUENCE}.`{f.name}`").isNull()
+    null_key = F.lit(False)
+    for k in spec.keys:
+        null_key = null_key | F.col(f"`{k}`").isNull()
+    null_key = null_key & ~F.col(IS_TRUNCATE)  # a truncate names no key
+    reason = F.concat_ws("; ", F.when(null_key, F.lit(f"null key ({', '.join(spec.keys)})")),
+                         F.when(null_sequence, F.lit("null sequence")))
+    return tagged.withColumn(REJECT_REASON, reason)
+
+
+def batch_counts(events: DataFrame) -> BatchCounts:
+    """Counted in one aggregation over the tagged batch."""
+    rejected = F.col(REJECT_REASON) != ""
+    # An aggregate without grouping has exactly one row.
+    (row,) = events.agg(F.count(F.lit(1)).alias("total"),
+                        F.count_if(rejected).alias("rejected"),
+                        F.count_if(~rejected & F.col(IS_TRUNCATE)).alias("truncates")).collect()
+    return BatchCounts(total=row["total"], rejected=row["rejected"], truncates=row["truncates"])
+
+
+def fill_null_updates(events: DataFrame, spec: AutoCdcSpec, columns: list[str]) -> DataFrame:
+    """NULL columns take the key's previous value in the batch since its last delete.
+
+    RESET marks events that follow a delete of the same batch: they replace the row entirely
+    instead of keeping the target's values where they are NULL.
+    """
+    order = [SEQUENCE, TIE] if TIE in events.columns else [SEQUENCE]
+    so_far = Window.partitionBy(*spec.keys).orderBy(*order) \
+        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    events = events.withColumn("__life", F.sum(F.col(IS_DELETE).cast("int")).over(so_far))
+    in_life = Window.partitionBy(*spec.keys, "__life").orderBy(*order) \
+        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    filled = [F.last(F.when(~F.col(IS_DELETE), F.col(f"`{c}`")), ignorenulls=True)
+              .over(in_life).alias(c)
+              if c in columns else F.col(f"`{c}`") for c in events.columns]
+    return events.select(*filled).withColumn(RESET, F.col("__life") > 0).drop("__life")
+
+
+def merge_condition(spec: AutoCdcSpec, extra: tuple[str, ...] = ()) -> str:
+    """The MERGE's match: the keys (and `extra` columns) of target `t` equal those of source `s`."""
+    return " AND ".join(f"t.`{k}` = s.`{k}`" for k in (*spec.keys, *extra))

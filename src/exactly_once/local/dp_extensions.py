@@ -1,0 +1,41 @@
+"""Databricks' extensions of the `dp` API that open-source pyspark lacks, supplied for local runs.
+
+Pipeline files are written against Databricks: they call `dp.create_auto_cdc_flow` with its
+Databricks signature (SCD2 included) and the `dp.expect*` decorators. While the local runtime
+loads them, `installed` puts local stand-ins for these names on `pyspark.pipelines`, and takes
+them off again afterwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from pyspark import pipelines as dp
+
+from exactly_once.local import expectations
+from exactly_once.local.auto_cdc.spec import AutoCdcDeclarations
+from exactly_once.local.registry import PipelineGraph
+
+
+@contextmanager
+def installed(graph: PipelineGraph) -> Iterator[None]:
+    """While loading pipeline files into `graph`, `dp.<name>` resolves to the
+    Databricks-compatible versions."""
+    create_auto_cdc_flow = AutoCdcDeclarations(graph.register_auto_cdc_spec).create_auto_cdc_flow
+    stand_ins: dict[str, Callable[..., object]] = {
+        "create_auto_cdc_flow": create_auto_cdc_flow,
+        "apply_changes": create_auto_cdc_flow,  # the legacy DLT name
+        **expectations.DECORATORS,  # expect, expect_or_drop, expect_or_fail, expect_all, ...
+    }
+    saved: dict[str, object | None] = {name: getattr(dp, name, None) for name in stand_ins}
+    for name, stand_in in stand_ins.items():
+        setattr(dp, name, stand_in)
+    try:
+        yield
+    finally:
+        for name, original in saved.items():
+            if original is None:
+                delattr(dp, name)
+            else:
+                setattr(dp, name, original)
