@@ -33,7 +33,8 @@ demo: setup
 	$(BIN)/exactly-once generate --orders 500 --players 200 --events 5000
 	$(BIN)/exactly-once run
 
-test: test-setup
+# Lint first: CI runs only `make test`, and the style and type checks are part of passing.
+test: test-setup lint
 	$(BIN)/pytest
 
 # Style, then types (mypy reads its settings, `files = src` included, from pyproject.toml).

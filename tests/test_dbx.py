@@ -14,8 +14,7 @@ import yaml
 from exactly_once.config import load_settings
 from exactly_once.deploy import dbx_deployment
 from exactly_once.deploy.targets import DEPLOY_TARGETS, quality_parameters
-from exactly_once.local.loader import pipeline_files
-from exactly_once.paths import PIPELINES_DIR, PROJECT_ROOT
+from exactly_once.paths import PIPELINES_DIR, PROJECT_ROOT, pipeline_files
 
 DBX_VENV = PROJECT_ROOT / ".venv-dbx"
 DBX = DBX_VENV / "bin" / "dbx"

@@ -12,13 +12,13 @@ from pyspark.pipelines.output import MaterializedView, StreamingTable, Temporary
 
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.flows import FlowError
-from exactly_once.local.loader import load_graph, pipeline_files
+from exactly_once.local.loader import load_graph
 from exactly_once.local.pipeline import run_pipeline
 from exactly_once.local.reads import resolved_reads
 from exactly_once.local.registry import GraphError
 from exactly_once.local.update import PipelineUpdate
 from exactly_once.local.warehouse import Warehouse
-from exactly_once.paths import PIPELINES_DIR
+from exactly_once.paths import PIPELINES_DIR, pipeline_files
 
 
 def test_the_project_pipeline_declares_the_medallion_graph(spark, settings):

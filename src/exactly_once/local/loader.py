@@ -13,11 +13,6 @@ from exactly_once.local import dp_extensions
 from exactly_once.local.registry import PipelineGraph
 
 
-def pipeline_files(root: Path) -> list[Path]:
-    """The files a bundle's `libraries: - glob: include: pipelines/**` picks up, in order."""
-    return sorted(p for p in root.rglob("*.py") if "__pycache__" not in p.parts)
-
-
 def load_graph(spark: SparkSession, files: Iterable[Path]) -> PipelineGraph:
     """Run each file as Databricks does, with `spark` as a global, and collect what it declares."""
     graph = PipelineGraph()

@@ -47,7 +47,7 @@ class WarehouseLock:
         self._file = lock
         return self
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         if self._file is not None:
             self._file.seek(0)
             self._file.truncate()  # no holder recorded while nobody holds it

@@ -8,13 +8,13 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from exactly_once.config import Settings
-from exactly_once.local.loader import load_graph, pipeline_files
+from exactly_once.local.loader import load_graph
 from exactly_once.local.lock import WarehouseLock
 from exactly_once.local.progress import Progress, UpdateResult
 from exactly_once.local.refresh import RefreshSelection
 from exactly_once.local.update import PipelineUpdate
 from exactly_once.local.warehouse import Warehouse
-from exactly_once.paths import PIPELINES_DIR
+from exactly_once.paths import PIPELINES_DIR, pipeline_files
 
 
 def run_pipeline(spark: SparkSession, settings: Settings, warehouse: Path,
