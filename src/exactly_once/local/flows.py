@@ -16,7 +16,7 @@ from pyspark.sql.streaming import StreamingQuery
 from exactly_once.errors import FlowError
 from exactly_once.local.auto_cdc.changes import CdcBatchStats
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
-from exactly_once.local.auto_cdc.writer import writer_for
+from exactly_once.local.auto_cdc.writer import scd_type_of
 from exactly_once.local.expectations import failure_message
 from exactly_once.local.progress import FlowResult, Progress
 from exactly_once.local.warehouse import Warehouse, delta_version, rows_written
@@ -111,11 +111,12 @@ def run_auto_cdc_flow(spark: SparkSession, spec: AutoCdcSpec, source: DataFrame,
                         f"`{spec.source}` is not one")
     result = FlowResult(flow=spec.name, target=spec.target, kind="auto_cdc")
     started = time.monotonic()
-    writer = writer_for(spec, warehouse.auto_cdc_tables(spec.target))
+    scd = scd_type_of(spec)
+    tables = warehouse.auto_cdc_tables(spec.target)
     if not warehouse.has_table(spec.target):
-        warehouse.create_table(spark, spec.target, writer.target_schema(source),
+        warehouse.create_table(spark, spec.target, scd.target_schema(spec, source),
                                properties=dict(spec.target_properties))
-    writer.ensure_state_table(spark, source)
+    scd.ensure_state_table(spark, spec, source, tables.state)
     checkpoint = warehouse.checkpoint_path(spec.name)
     applied: list[CdcBatchStats] = []
 
@@ -123,8 +124,8 @@ def run_auto_cdc_flow(spark: SparkSession, spec: AutoCdcSpec, source: DataFrame,
         query_id = checkpoint_query_id(checkpoint)  # written before the first batch runs
         # The query's own session: the idempotent-write markers are session settings, and flows
         # run concurrently (update.py).
-        applied.append(writer.apply_batch(batch.sparkSession, batch, batch_id,
-                                          query_id=query_id))
+        applied.append(scd.apply_batch(batch.sparkSession, batch, batch_id, spec, tables,
+                                       query_id=query_id))
 
     query = (
         source.writeStream.queryName(spec.name)

@@ -25,8 +25,6 @@ nothing had failed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
@@ -202,22 +200,9 @@ def tombstone_expiry_seconds(spec: AutoCdcSpec) -> float | None:
     return None if seconds >= TOMBSTONE_GC_NEVER_SECONDS else seconds
 
 
-@dataclass(frozen=True)
-class Scd1Writer:
-    """One SCD1 flow's target, key state and rejected rows; see the module docstring."""
-
-    spec: AutoCdcSpec
-    tables: AutoCdcTables
-
-    def target_schema(self, source: DataFrame) -> StructType:
-        return target_schema(self.spec, source)
-
-    def ensure_state_table(self, spark: SparkSession, source: DataFrame) -> None:
-        ensure_state_table(spark, self.spec, source, self.tables.state)
-
-    def apply_batch(self, spark: SparkSession, batch: DataFrame, batch_id: int, *,
-                    query_id: str) -> CdcBatchStats:
-        return apply_scd1_batch(spark, batch, batch_id, self.spec, self.tables.target,
-                                self.tables.state, query_id=query_id,
-                                rejected_path=self.tables.rejected,
-                                tombstone_gc_seconds=tombstone_expiry_seconds(self.spec))
+def apply_batch(spark: SparkSession, batch: DataFrame, batch_id: int, spec: AutoCdcSpec,
+                tables: AutoCdcTables, *, query_id: str) -> CdcBatchStats:
+    """`apply_scd1_batch` on the flow's own tables, with its declared tombstone expiry."""
+    return apply_scd1_batch(spark, batch, batch_id, spec, tables.target, tables.state,
+                            query_id=query_id, rejected_path=tables.rejected,
+                            tombstone_gc_seconds=tombstone_expiry_seconds(spec))

@@ -24,8 +24,6 @@ same journal rows as the first attempt would have.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
@@ -200,21 +198,8 @@ def _apply(spark: SparkSession, spec: AutoCdcSpec, batch_id: int, query_id: str,
     return committed
 
 
-@dataclass(frozen=True)
-class Scd2Writer:
-    """One SCD2 flow's target, event journal and rejected rows; see the module docstring."""
-
-    spec: AutoCdcSpec
-    tables: AutoCdcTables
-
-    def target_schema(self, source: DataFrame) -> StructType:
-        return target_schema(self.spec, source)
-
-    def ensure_state_table(self, spark: SparkSession, source: DataFrame) -> None:
-        ensure_state_table(spark, self.spec, source, self.tables.state)
-
-    def apply_batch(self, spark: SparkSession, batch: DataFrame, batch_id: int, *,
-                    query_id: str) -> CdcBatchStats:
-        return apply_scd2_batch(spark, batch, batch_id, self.spec, self.tables.target,
-                                self.tables.state, query_id=query_id,
-                                rejected_path=self.tables.rejected)
+def apply_batch(spark: SparkSession, batch: DataFrame, batch_id: int, spec: AutoCdcSpec,
+                tables: AutoCdcTables, *, query_id: str) -> CdcBatchStats:
+    """`apply_scd2_batch` on the flow's own tables."""
+    return apply_scd2_batch(spark, batch, batch_id, spec, tables.target, tables.state,
+                            query_id=query_id, rejected_path=tables.rejected)
