@@ -158,8 +158,8 @@ def test_a_pipeline_runs_scd1_and_scd2_flows_over_two_updates(spark, tmp_path):
 def test_an_scd1_table_may_not_expire_tombstones_its_scd2_sibling_keeps(spark, tmp_path):
     from test_local_runtime import write_pipeline
 
+    from exactly_once.errors import GraphError
     from exactly_once.local.loader import load_graph
-    from exactly_once.local.registry import GraphError
 
     files = write_pipeline(tmp_path / "p", """
         from pyspark import pipelines as dp

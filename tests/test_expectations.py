@@ -10,8 +10,8 @@ import pytest
 from helpers import checked_events
 from pyspark.sql import functions as F
 
+from exactly_once.errors import FlowError
 from exactly_once.local import expectations as ex
-from exactly_once.local.flows import FlowError
 from exactly_once.local.pipeline import run_pipeline
 from exactly_once.transforms.silver import VALUE_DIGEST, parse_events
 

@@ -83,14 +83,14 @@ def run_materialized_view(spark: SparkSession, flow_name: str, target: str, df: 
     """Recompute the whole view and replace the table's contents in one Delta commit."""
     result = FlowResult(flow=flow_name, target=target, kind="materialized_view")
     started = time.monotonic()
-    version = delta_version(warehouse.table_path(target)) + 1  # the one this write commits
+    version_before = delta_version(warehouse.table_path(target))
     try:
         df.write.format("delta").mode("overwrite").option("overwriteSchema", "true") \
             .save(str(warehouse.table_path(target).resolve()))
     except Exception as err:  # nothing was committed: the table keeps its previous version
         raise _flow_error(flow_name, err) from err
     warehouse.register(spark, target)
-    result.output_rows = rows_written(warehouse.table_path(target), version - 1)
+    result.output_rows = rows_written(warehouse.table_path(target), version_before)
     result.batches = 1
     result.seconds = time.monotonic() - started
     return result

@@ -22,13 +22,14 @@ from functools import partial
 from pyspark.pipelines.flow import Flow
 from pyspark.sql import DataFrame, SparkSession
 
+from exactly_once.errors import FlowError, GraphError
 from exactly_once.local import event_log, flows
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.expectations import ObservedExpectations, apply_expectations, declared
 from exactly_once.local.progress import FlowResult, Progress, UpdateResult
 from exactly_once.local.reads import resolved_reads
 from exactly_once.local.refresh import RefreshSelection, plan_refresh
-from exactly_once.local.registry import GraphError, PipelineGraph
+from exactly_once.local.registry import PipelineGraph
 from exactly_once.local.warehouse import Warehouse
 
 # A flow bound to its session and target, given its query, the warehouse and the progress.
@@ -186,7 +187,7 @@ class PipelineUpdate:
         self.progress.flow_started(flow.name, kind)
         try:
             result = run(df, self.warehouse, self.progress)
-        except flows.FlowError as err:  # the event log records the failure, then it propagates
+        except FlowError as err:  # the event log records the failure, then it propagates
             with self._lock:
                 self.result.flows.append(FlowResult(flow=flow.name, target=flow.target,
                                                     kind=kind, status="FAILED", error=str(err)))
