@@ -70,16 +70,16 @@ def crash_after_target_commit(monkeypatch):
 
     from exactly_once.local.auto_cdc import commits
 
-    real_merge = commits.idempotent_merge
+    real_merge = commits.merge_once
 
-    def target_then_crash(spark, app_id, batch_id, merge, path):
-        real_merge(spark, app_id, batch_id, merge, path)
-        if app_id.endswith(":target"):
+    def target_then_crash(spark, merge, path, spec, role, write):
+        real_merge(spark, merge, path, spec, role, write)
+        if role == "target":
             raise RuntimeError("killed after the target commit")
 
-    monkeypatch.setattr(commits, "idempotent_merge", target_then_crash)
+    monkeypatch.setattr(commits, "merge_once", target_then_crash)
     try:
         with pytest.raises(RuntimeError, match="killed"):
             yield
     finally:
-        monkeypatch.setattr(commits, "idempotent_merge", real_merge)
+        monkeypatch.setattr(commits, "merge_once", real_merge)

@@ -9,6 +9,7 @@ import pytest
 from helpers import crash_after_target_commit
 from pyspark.sql import functions as F
 
+from exactly_once.local.auto_cdc.commits import BatchWrite
 from exactly_once.local.auto_cdc.scd1 import apply_scd1_batch, ensure_state_table, target_schema
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.table_properties import TOMBSTONE_GC_THRESHOLD as TOMBSTONE_GC_PROPERTY
@@ -34,13 +35,15 @@ class Tables:
             self.target)
         ensure_state_table(spark, spec, sample, self.state)
         self.next_batch = 0
+        self.attempted: set[int] = set()  # batch ids run before: running one again replays it
 
     def apply(self, rows, batch_id=None, **options):
         batch_id = self.next_batch if batch_id is None else batch_id
         self.next_batch = batch_id + 1
         batch = self.spark.createDataFrame(rows, SCHEMA)
-        return apply_scd1_batch(self.spark, batch, batch_id, self.spec, self.target, self.state,
-                                query_id="test-query",
+        write = BatchWrite("test-query", batch_id, replayed=batch_id in self.attempted)
+        self.attempted.add(batch_id)
+        return apply_scd1_batch(self.spark, batch, self.spec, self.target, self.state, write,
                                 rejected_path=self.rejected, **options)
 
     def rows(self):

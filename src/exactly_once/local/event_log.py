@@ -13,6 +13,17 @@ fields of `details.flow_progress.metrics`: `num_duplicates_dropped` (silver wate
 `num_stale_updates_ignored` (AUTO CDC changes older than the stored state) and `num_late_events`
 (rows behind the watermark). The table lives at `<warehouse>/event_log` and survives
 `--full-refresh`, like the Databricks event log.
+
+Next to them, one `flow_timeline` row per flow per update (and one with no flow for the
+update's own work) holds where its seconds went: `details.flow_timeline.spans`, the phases of
+`timeline.py` with their start (seconds since the update started), duration, own time (less the
+phases inside them) and, when the update was profiled, the Spark jobs each ran:
+
+    SELECT origin.flow_name, s.phase, sum(s.self_seconds) AS seconds
+    FROM delta.`<warehouse>/event_log` LATERAL VIEW explode(details.flow_timeline.spans) x AS s
+    WHERE event_type = 'flow_timeline' GROUP BY 1, 2 ORDER BY seconds DESC
+
+An event log written before the timeline existed gains the column on the first append.
 """
 
 from __future__ import annotations
@@ -21,10 +32,11 @@ import uuid
 from datetime import datetime, timezone
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
+from exactly_once.local import delta_log
 from exactly_once.local.progress import FlowResult
-from exactly_once.local.warehouse import Warehouse, is_delta_table
+from exactly_once.local.timeline import Span, Timeline
+from exactly_once.local.warehouse import Warehouse
 
 PIPELINE_NAME = "exactly_once"
 
@@ -43,8 +55,15 @@ DDL = """
         data_quality: STRUCT<dropped_records: BIGINT,
                              expectations: ARRAY<STRUCT<name: STRING, dataset: STRING,
                                                         passed_records: BIGINT,
-                                                        failed_records: BIGINT>>>>>
+                                                        failed_records: BIGINT>>>>,
+        flow_timeline: STRUCT<spans: ARRAY<STRUCT<
+            phase: STRING, batch_id: BIGINT, detail: STRING, start_seconds: DOUBLE,
+            duration_seconds: DOUBLE, self_seconds: DOUBLE, spark_jobs: BIGINT,
+            spark_tasks: BIGINT, spark_job_seconds: DOUBLE>>>>
 """
+# Sequence numbers: the event log's next Delta version times this, plus the row's place in the
+# update's append: increasing across updates without reading the table (one update at a time).
+SEQUENCE_STRIDE = 100_000
 
 
 def new_update_id() -> str:
@@ -69,30 +88,47 @@ def flow_progress_row(result: FlowResult, update_id: str, sequence: int,
         (PIPELINE_NAME, pipeline_id, update_id, result.flow, result.target),
         datetime.now(timezone.utc), "ERROR" if failed else "METRICS", "flow_progress", message,
         (result.error,) if failed else None,
-        ((result.status, metrics, data_quality),),
+        ((result.status, metrics, data_quality), None),
+    )
+
+
+def flow_timeline_row(flow: str | None, dataset: str | None, spans: list[tuple[Span, float]],
+                      update_id: str, sequence: int, pipeline_id: str) -> tuple:
+    """The phases of one flow (or, with `flow` None, of the update itself) in one row."""
+    return (
+        str(uuid.uuid4()), (sequence,),
+        (PIPELINE_NAME, pipeline_id, update_id, flow, dataset),
+        datetime.now(timezone.utc), "METRICS", "flow_timeline",
+        f"Timeline of {'flow ' + repr(flow) if flow else 'the update'}: {len(spans)} phases.",
+        None,
+        (None, ([(s.phase, s.batch, s.detail or None, round(s.start, 4), round(s.seconds, 4),
+                  round(own, 4), s.spark_jobs, s.spark_tasks, s.spark_job_seconds)
+                 for s, own in spans],)),
     )
 
 
 def append(spark: SparkSession, warehouse: Warehouse, results: list[FlowResult],
-           update_id: str) -> None:
-    """Append this update's flow_progress rows in one Delta commit."""
+           update_id: str, timeline: Timeline | None = None) -> None:
+    """Append this update's flow_progress and flow_timeline rows in one Delta commit."""
     if not results:
         return
-    path = str(warehouse.event_log_path().resolve())
+    path = warehouse.event_log_path().resolve()
     pipeline_id = str(uuid.uuid5(uuid.NAMESPACE_URL, str(warehouse.root.resolve())))
-    start = _next_sequence(spark, path)
+    start = (delta_log.latest_version(path) + 1) * SEQUENCE_STRIDE
     rows = [flow_progress_row(r, update_id, start + i, pipeline_id)
             for i, r in enumerate(results)]
-    spark.createDataFrame(rows, DDL).write.format("delta").mode("append").save(path)
-
-
-def _next_sequence(spark: SparkSession, path: str) -> int:
-    if not is_delta_table(path):
-        return 1
-    # An aggregate without grouping has exactly one row (NULL for an empty table).
-    (last,) = spark.read.format("delta").load(path) \
-        .agg(F.max("sequence.control_plane_seq_no")).collect()
-    return (last[0] or 0) + 1
+    if timeline is not None:
+        targets = {r.flow: r.target for r in results}
+        spans: dict[str, list[tuple[Span, float]]] = {}
+        for span, own in zip(timeline.spans, timeline.self_seconds(), strict=True):
+            spans.setdefault(span.flow, []).append((span, own))
+        for flow, flow_spans in sorted(spans.items()):
+            flow_spans.sort(key=lambda pair: pair[0].start)
+            rows.append(flow_timeline_row(flow or None, targets.get(flow), flow_spans,
+                                          update_id, start + len(rows), pipeline_id))
+    # mergeSchema: an event log from before the timeline gains its column.
+    spark.createDataFrame(rows, DDL).write.format("delta").mode("append") \
+        .option("mergeSchema", "true").save(str(path))
 
 
 def read(spark: SparkSession, warehouse: Warehouse) -> DataFrame:

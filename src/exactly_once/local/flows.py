@@ -1,142 +1,106 @@
 """Executes one flow on classic Spark + Delta: streaming append, materialized view, AUTO CDC.
 
-Streaming flows run with `trigger(availableNow=True)`: everything available, then stop, and the
-checkpoint remembers where they stopped, so the next update only processes new records.
+Streaming flows run with `trigger(availableNow=True)` through `foreachBatch` (streams.py):
+everything available, then stop, and the checkpoint remembers where they stopped, so the next
+update only processes new records. Each micro-batch's writes are idempotent (idempotent.py).
 """
 
 from __future__ import annotations
 
-import json
-import time
-from pathlib import Path
+from contextlib import AbstractContextManager
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.streaming import StreamingQuery
 
 from exactly_once.errors import FlowError
+from exactly_once.local import delta_log, idempotent
 from exactly_once.local.auto_cdc.changes import CdcBatchStats
+from exactly_once.local.auto_cdc.commits import BatchWrite
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.auto_cdc.writer import scd_type_of
-from exactly_once.local.expectations import failure_message
+from exactly_once.local.delta_log import Marker
 from exactly_once.local.progress import FlowResult, Progress
-from exactly_once.local.warehouse import Warehouse, delta_version, rows_written
-
-
-def _flow_error(flow: str, err: BaseException) -> FlowError:
-    """The failed expectation (name, dataset, record) if that stopped it, else the first line."""
-    return FlowError(f"flow `{flow}` failed: "
-                     f"{failure_message(err) or str(err).splitlines()[0]}")
-
-
-def _await(query: StreamingQuery, result: FlowResult, progress: Progress) -> None:
-    """Wait for an availableNow query, reporting each micro-batch as it completes."""
-    seen = -1
-
-    def report() -> None:
-        nonlocal seen
-        for p in query.recentProgress:
-            p = json.loads(p.json)
-            if p["batchId"] > seen:
-                seen = p["batchId"]
-                result.add_streaming_progress(p)
-                if p.get("numInputRows"):
-                    progress.batch(result.flow, p["batchId"], p["numInputRows"])
-
-    try:
-        # pyspark takes seconds as int or float (it waits int(timeout * 1000) ms); its stub
-        # declares int only.
-        while not query.awaitTermination(0.5):  # type: ignore[arg-type]
-            report()
-    except Exception as err:  # StreamingQueryException: keep the cause, name the flow
-        raise _flow_error(result.flow, err) from err
-    report()
+from exactly_once.local.streams import flow_error, run_available_now
+from exactly_once.local.timeline import Timeline
+from exactly_once.local.warehouse import Warehouse
 
 
 def run_append_flow(spark: SparkSession, flow_name: str, target: str, df: DataFrame,
-                    warehouse: Warehouse, progress: Progress) -> FlowResult:
+                    warehouse: Warehouse, progress: Progress, timeline: Timeline) -> FlowResult:
     if not df.isStreaming:
         raise FlowError(f"flow `{flow_name}` writes to streaming table `{target}` but its query "
                         "is not a stream; read with spark.readStream or declare a "
                         "materialized view")
     result = FlowResult(flow=flow_name, target=target, kind="append")
-    started = time.monotonic()
+    path = warehouse.table_path(target).resolve()
     if not warehouse.has_table(target):
-        warehouse.create_table(spark, target, df.schema)
-    version_before = delta_version(warehouse.table_path(target))
-    query = (
-        df.writeStream.format("delta")
-        .queryName(flow_name)
-        .outputMode("append")
-        .option("checkpointLocation", str(warehouse.checkpoint_path(flow_name)))
-        .trigger(availableNow=True)
-        .start(str(warehouse.table_path(target).resolve()))
-    )
-    _await(query, result, progress)
-    # The Delta sink reports no output count to streaming progress; its commits do.
-    result.output_rows = rows_written(warehouse.table_path(target), version_before)
-    result.seconds = time.monotonic() - started
+        with timeline.span(flow_name, "create table"):
+            warehouse.create_table(spark, target, df.schema)
+    version_before = delta_log.latest_version(path)
+
+    def append(batch: DataFrame, batch_id: int, query_id: str, replayed: bool) -> None:
+        with timeline.span(flow_name, "delta append", batch_id, target):
+            idempotent.append(batch, path, Marker(f"{query_id}:{flow_name}", batch_id),
+                              replayed)
+
+    with timeline.span(flow_name, "flow"):
+        run_available_now(df, flow_name, warehouse.checkpoint_path(flow_name), append, result,
+                          progress, timeline)
+    # The commits record what they wrote (operationMetrics): counting costs no Spark job.
+    result.output_rows = delta_log.rows_written(path, version_before)
     return result
 
 
 def run_materialized_view(spark: SparkSession, flow_name: str, target: str, df: DataFrame,
-                          warehouse: Warehouse, progress: Progress) -> FlowResult:
+                          warehouse: Warehouse, progress: Progress,
+                          timeline: Timeline) -> FlowResult:
     """Recompute the whole view and replace the table's contents in one Delta commit."""
     result = FlowResult(flow=flow_name, target=target, kind="materialized_view")
-    started = time.monotonic()
-    version_before = delta_version(warehouse.table_path(target))
-    try:
-        df.write.format("delta").mode("overwrite").option("overwriteSchema", "true") \
-            .save(str(warehouse.table_path(target).resolve()))
-    except Exception as err:  # nothing was committed: the table keeps its previous version
-        raise _flow_error(flow_name, err) from err
+    path = warehouse.table_path(target).resolve()
+    version_before = delta_log.latest_version(path)
+    with timeline.span(flow_name, "flow"), timeline.span(flow_name, "delta overwrite", 0, target):
+        try:
+            df.write.format("delta").mode("overwrite").option("overwriteSchema", "true") \
+                .save(str(path))
+        except Exception as err:  # nothing was committed: the table keeps its previous version
+            raise flow_error(flow_name, err) from err
     warehouse.register(spark, target)
-    result.output_rows = rows_written(warehouse.table_path(target), version_before)
+    result.output_rows = delta_log.rows_written(path, version_before)
     result.batches = 1
-    result.seconds = time.monotonic() - started
     return result
 
 
-def checkpoint_query_id(checkpoint: Path) -> str:
-    """The id Structured Streaming gave the query of this checkpoint (its `metadata` file):
-    the same across restarts, new when the checkpoint is new."""
-    return json.loads((checkpoint / "metadata").read_text().splitlines()[0])["id"]
-
-
 def run_auto_cdc_flow(spark: SparkSession, spec: AutoCdcSpec, source: DataFrame,
-                      warehouse: Warehouse, progress: Progress) -> FlowResult:
+                      warehouse: Warehouse, progress: Progress,
+                      timeline: Timeline) -> FlowResult:
     """Apply `source`'s changes to `spec.target` batch by batch (auto_cdc/); the target is
     created with the table properties the graph gave the spec."""
     if not source.isStreaming:
         raise FlowError(f"AUTO CDC flow `{spec.name}` needs a streaming source; "
                         f"`{spec.source}` is not one")
     result = FlowResult(flow=spec.name, target=spec.target, kind="auto_cdc")
-    started = time.monotonic()
     scd = scd_type_of(spec)
     tables = warehouse.auto_cdc_tables(spec.target)
-    if not warehouse.has_table(spec.target):
-        warehouse.create_table(spark, spec.target, scd.target_schema(spec, source),
-                               properties=dict(spec.target_properties))
-    scd.ensure_state_table(spark, spec, source, tables.state)
-    checkpoint = warehouse.checkpoint_path(spec.name)
+    with timeline.span(spec.name, "create tables"):
+        if not warehouse.has_table(spec.target):
+            warehouse.create_table(spark, spec.target, scd.target_schema(spec, source),
+                                   properties=dict(spec.target_properties))
+        scd.ensure_state_table(spark, spec, source, tables.state)
     applied: list[CdcBatchStats] = []
 
-    def apply(batch: DataFrame, batch_id: int) -> None:
-        query_id = checkpoint_query_id(checkpoint)  # written before the first batch runs
-        # The query's own session: the idempotent-write markers are session settings, and flows
-        # run concurrently (update.py).
-        applied.append(scd.apply_batch(batch.sparkSession, batch, batch_id, spec, tables,
-                                       query_id=query_id))
+    def apply(batch: DataFrame, batch_id: int, query_id: str, replayed: bool) -> None:
+        # The query's own session: the commit markers are session settings, and flows run
+        # concurrently (update.py).
+        with timeline.span(spec.name, "auto cdc batch", batch_id, spec.target):
+            def step(name: str) -> AbstractContextManager[None]:
+                return timeline.span(spec.name, name, batch_id)
 
-    query = (
-        source.writeStream.queryName(spec.name)
-        .foreachBatch(apply)
-        .option("checkpointLocation", str(checkpoint))
-        .trigger(availableNow=True)
-        .start()
-    )
-    _await(query, result, progress)
+            applied.append(scd.apply_batch(batch.sparkSession, batch, spec, tables,
+                                           BatchWrite(query_id, batch_id, replayed, step)))
+
+    with timeline.span(spec.name, "flow"):
+        run_available_now(source, spec.name, warehouse.checkpoint_path(spec.name), apply,
+                          result, progress, timeline)
     totals = sum(applied, CdcBatchStats())
     result.output_rows = totals.upserts + totals.deletes
     result.cdc_rejected, result.cdc_stale = totals.rejected, totals.stale
-    result.seconds = time.monotonic() - started
     return result

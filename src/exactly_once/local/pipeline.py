@@ -12,6 +12,7 @@ from exactly_once.local.loader import load_graph
 from exactly_once.local.lock import WarehouseLock
 from exactly_once.local.progress import Progress, UpdateResult
 from exactly_once.local.refresh import RefreshSelection
+from exactly_once.local.timeline import UPDATE, Timeline
 from exactly_once.local.update import PipelineUpdate
 from exactly_once.local.warehouse import Warehouse
 from exactly_once.paths import PIPELINES_DIR, pipeline_files
@@ -19,17 +20,22 @@ from exactly_once.paths import PIPELINES_DIR, pipeline_files
 
 def run_pipeline(spark: SparkSession, settings: Settings, warehouse: Path,
                  full_refresh: bool | Sequence[str] = False, progress: Progress | None = None,
-                 pipelines_dir: Path = PIPELINES_DIR, refresh: Sequence[str] = ()) \
-        -> UpdateResult:
+                 pipelines_dir: Path = PIPELINES_DIR, refresh: Sequence[str] = (),
+                 timeline: Timeline | None = None) -> UpdateResult:
     """Run one triggered update of the pipeline files in `pipelines_dir` into `warehouse`.
 
     `full_refresh`: True resets every table that allows it (--full-refresh-all), a list of
     names resets those (--full-refresh T ...); `refresh`: update only these tables. Holds the
     warehouse's lock throughout: a second concurrent update fails with WarehouseLockedError.
+    `timeline`: where the update records its phases (`Timeline(spark_jobs=True)` also counts
+    Spark jobs); the result carries it either way.
     """
     selection = RefreshSelection.of(full_refresh, refresh)
     for key, value in settings.to_conf().items():
         spark.conf.set(key, value)  # what the bundle's pipeline `configuration` does on Databricks
+    timeline = timeline or Timeline()
     with WarehouseLock(warehouse):
-        graph = load_graph(spark, pipeline_files(pipelines_dir))
-        return PipelineUpdate(spark, graph, Warehouse(warehouse), progress).run(selection)
+        with timeline.span(UPDATE, "load pipeline files"):
+            graph = load_graph(spark, pipeline_files(pipelines_dir))
+        return PipelineUpdate(spark, graph, Warehouse(warehouse), progress,
+                              timeline).run(selection)

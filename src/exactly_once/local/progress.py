@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from exactly_once.local.expectations import ExpectationMetric
+from exactly_once.local.timeline import Timeline
 
 
 @dataclass
@@ -49,6 +50,7 @@ class UpdateResult:
     flows: list[FlowResult] = field(default_factory=list)
     table_rows: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
+    timeline: Timeline = field(default_factory=Timeline)
 
     def total(self, metric: str, kind: str | None = None) -> int:
         return sum(getattr(f, metric) for f in self.flows if kind is None or f.kind == kind)

@@ -13,7 +13,6 @@ one flow's driver work (planning, Delta commits) with another's tasks.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -30,10 +29,12 @@ from exactly_once.local.progress import FlowResult, Progress, UpdateResult
 from exactly_once.local.reads import resolved_reads
 from exactly_once.local.refresh import RefreshSelection, plan_refresh
 from exactly_once.local.registry import PipelineGraph
+from exactly_once.local.timeline import UPDATE, Timeline
 from exactly_once.local.warehouse import Warehouse
 
-# A flow bound to its session and target, given its query, the warehouse and the progress.
-FlowRunner = Callable[[DataFrame, Warehouse, Progress], FlowResult]
+# A flow bound to its session and target, given its query, the warehouse, the progress and the
+# timeline.
+FlowRunner = Callable[[DataFrame, Warehouse, Progress, Timeline], FlowResult]
 
 
 @dataclass
@@ -42,16 +43,18 @@ class _FlowSetup:
     flow) and the tables it reads as streams."""
 
     table: str
+    flow: str
     observed: list[ObservedExpectations] = field(default_factory=list)
     streamed: set[str] = field(default_factory=set)
 
 
 class PipelineUpdate:
     def __init__(self, spark: SparkSession, graph: PipelineGraph, warehouse: Warehouse,
-                 progress: Progress | None = None):
+                 progress: Progress | None = None, timeline: Timeline | None = None):
         self.spark, self.graph, self.warehouse = spark, graph, warehouse
         self.progress = progress or Progress(quiet=True)
-        self.result = UpdateResult()
+        self.timeline = timeline or Timeline()
+        self.result = UpdateResult(timeline=self.timeline)
         self.update_id = event_log.new_update_id()
         self._lock = threading.Lock()
         self._tables: dict[str, Future[None]] = {}  # table -> done when it is up to date
@@ -60,15 +63,18 @@ class PipelineUpdate:
         self._setup = threading.local()  # .flow: the _FlowSetup of the flow this thread builds
 
     def run(self, selection: RefreshSelection | None = None) -> UpdateResult:
-        started = time.monotonic()
+        timeline = self.timeline
+        timeline.mark_first_job(self.spark)
         tables = [t.name for t in self.graph.tables()]
         plan = plan_refresh(self.graph, selection or RefreshSelection())
         self._reset = set(plan.reset)
-        self.warehouse.reset(self.spark, {name: [f.name for f in self.graph.flows_into(name)]
-                                          for name in plan.reset})
-        for name in tables:
-            if self.warehouse.has_table(name):
-                self.warehouse.register(self.spark, name)
+        with timeline.span(UPDATE, "reset tables"):
+            self.warehouse.reset(self.spark, {name: [f.name for f in self.graph.flows_into(name)]
+                                              for name in plan.reset})
+        with timeline.span(UPDATE, "register tables"):
+            for name in tables:
+                if self.warehouse.has_table(name):
+                    self.warehouse.register(self.spark, name)
         for name in set(tables) - set(plan.update):  # read as they are
             self._tables[name] = Future[None]()
             self._tables[name].set_result(None)
@@ -79,11 +85,15 @@ class PipelineUpdate:
             first_error = next((e for e in errors if e is not None), None)
             if first_error is not None:
                 raise first_error
+            with timeline.span(UPDATE, "row counts"):
+                self.result.table_rows = {name: self.warehouse.row_count(self.spark, name)
+                                          for name in tables}
         finally:  # one flow_progress row per flow that ran (in the order they ended), failed
-            event_log.append(self.spark, self.warehouse, self.result.flows, self.update_id)
-        self.result.table_rows = {name: self.warehouse.row_count(self.spark, name)
-                                  for name in tables}
-        self.result.seconds = time.monotonic() - started
+            self.result.seconds = timeline.now()
+            timeline.count_spark_jobs(self.spark)
+            with timeline.span(UPDATE, "event log"):
+                event_log.append(self.spark, self.warehouse, self.result.flows, self.update_id,
+                                 timeline)
         return self.result
 
     def _table_update(self, name: str) -> Future[None]:
@@ -104,7 +114,7 @@ class PipelineUpdate:
         else:
             future.set_result(None)
 
-    def _wait_for(self, reader: str, name: str) -> None:
+    def _wait_for(self, reader: str, name: str, flow: str) -> None:
         """Block `reader`'s thread until `name` is up to date; a cycle is an error, not a hang."""
         with self._lock:
             self._waits_for.setdefault(reader, set()).add(name)
@@ -116,7 +126,8 @@ class PipelineUpdate:
             cycle = cycle[first:] + cycle[:first]
             raise GraphError(f"datasets read each other in a cycle: "
                              f"{' -> '.join([*cycle, cycle[0]])}")
-        self._table_update(name).result()
+        with self.timeline.span(flow, "wait for upstream", detail=name):
+            self._table_update(name).result()
 
     def _path(self, start: str, goal: str) -> list[str]:
         """Tables from `start` to `goal` along waits, both included; [] if there is none."""
@@ -143,7 +154,7 @@ class PipelineUpdate:
             return df
         if setup is None:
             raise GraphError(f"`{name}` is read outside a flow's query")
-        self._wait_for(setup.table, name)
+        self._wait_for(setup.table, name, setup.flow)
         if streaming:
             setup.streamed.add(name)
         reader = self.spark.readStream if streaming else self.spark.read
@@ -151,7 +162,7 @@ class PipelineUpdate:
 
     def _build(self, flow: Flow | AutoCdcSpec) -> tuple[DataFrame, _FlowSetup]:
         """The flow's query, with upstream tables brought up to date on the way."""
-        setup = _FlowSetup(table=flow.target)
+        setup = _FlowSetup(table=flow.target, flow=flow.name)
         outer = getattr(self._setup, "flow", None)
         self._setup.flow = setup
         try:
@@ -179,19 +190,23 @@ class PipelineUpdate:
 
     def _run_flow(self, flow: Flow | AutoCdcSpec) -> None:
         kind, run = self._runner(flow)
-        df, setup = self._build(flow)
+        started = self.timeline.now()
+        with self.timeline.span(flow.name, "build query"):
+            df, setup = self._build(flow)
         if setup.streamed & self._reset and flow.target not in self._reset:
             # A kept table (protected, or not selected) reads a table rebuilt in this update:
             # its checkpoint names the old table, so it reads the new one from the start.
             self.warehouse.reset_checkpoint(flow.name)
         self.progress.flow_started(flow.name, kind)
         try:
-            result = run(df, self.warehouse, self.progress)
+            result = run(df, self.warehouse, self.progress, self.timeline)
         except FlowError as err:  # the event log records the failure, then it propagates
             with self._lock:
-                self.result.flows.append(FlowResult(flow=flow.name, target=flow.target,
-                                                    kind=kind, status="FAILED", error=str(err)))
+                self.result.flows.append(FlowResult(
+                    flow=flow.name, target=flow.target, kind=kind, status="FAILED",
+                    error=str(err), seconds=self.timeline.now() - started))
             raise
+        result.seconds = self.timeline.now() - started
         for o in setup.observed:  # expectation counts, from the same pass that wrote the rows
             o.collect(result.observed)
             result.expectations += o.metrics

@@ -7,19 +7,21 @@
     <warehouse>/_pipeline/auto_cdc/<target>__rejected/  AUTO CDC rows with a NULL key or sequence
     <warehouse>/_pipeline/lock                          the update lock (see lock.py)
 
-This module is the one place that knows the layout, and the one place that decides what a Delta
-table on disk is, so the runtime, the event log and the quality tools cannot disagree about it.
-Spark is imported only where a method needs it: the quality tools import this module for
-`is_delta_table` and the paths.
+This module is the one place that knows the layout, so the runtime, the event log and the quality
+tools cannot disagree about it; whether a Delta table exists at a path is `delta_log`'s to say.
+Spark is imported only where a method needs it: the quality tools import this module for the
+paths.
 """
 
 from __future__ import annotations
 
-import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from exactly_once.local import delta_log
+from exactly_once.local.delta_log import is_delta_table
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -27,32 +29,6 @@ if TYPE_CHECKING:
 
 PIPELINE_DIR = "_pipeline"
 EVENT_LOG_DIR = "event_log"
-DELTA_LOG_DIR = "_delta_log"
-
-
-def is_delta_table(path: Path | str) -> bool:
-    """Whether a Delta table lives at `path`: it has a transaction log."""
-    return (Path(path) / DELTA_LOG_DIR).is_dir()
-
-
-def delta_version(path: Path | str) -> int:
-    """The table's latest commit version; -1 when it has none."""
-    return max((int(p.stem) for p in (Path(path) / DELTA_LOG_DIR).glob("*.json")), default=-1)
-
-
-def rows_written(path: Path | str, after_version: int) -> int:
-    """Rows the commits after `after_version` wrote, from their `operationMetrics`: read from
-    the log, so counting costs no Spark job."""
-    total = 0
-    for version in range(after_version + 1, delta_version(path) + 1):
-        commit = Path(path) / DELTA_LOG_DIR / f"{version:020d}.json"
-        # One action per "\n"-ended line; not splitlines(), which also splits at the U+2028 or
-        # U+0085 a string in the file statistics may hold.
-        for line in commit.read_text(encoding="utf-8").split("\n"):
-            info = json.loads(line).get("commitInfo") if '"commitInfo"' in line else None
-            if info:
-                total += int(info.get("operationMetrics", {}).get("numOutputRows", 0))
-    return total
 
 
 @dataclass(frozen=True)
@@ -98,7 +74,12 @@ class Warehouse:
         return is_delta_table(self.table_path(name))
 
     def row_count(self, spark: SparkSession, name: str) -> int:
-        return spark.read.format("delta").load(str(self.table_path(name).resolve())).count()
+        """From the table's commits when they say (no Spark job), else by counting."""
+        path = self.table_path(name).resolve()
+        rows = delta_log.row_count(path)
+        if rows is None:
+            rows = spark.read.format("delta").load(str(path)).count()
+        return rows
 
     def register(self, spark: SparkSession, name: str) -> None:
         """Make `name` resolvable in the session catalog (which forgets tables between runs)."""

@@ -22,8 +22,9 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from exactly_once.errors import QualityError
+from exactly_once.local.delta_log import is_delta_table
 from exactly_once.local.event_log import PIPELINE_NAME
-from exactly_once.local.warehouse import EVENT_LOG_DIR, Warehouse, is_delta_table
+from exactly_once.local.warehouse import EVENT_LOG_DIR, Warehouse
 from exactly_once.quality.paths import DEFAULT_DASHBOARD
 from exactly_once.quality.template import DASHBOARD
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame, Observation, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
@@ -98,14 +98,20 @@ def tag_events(events: DataFrame, spec: AutoCdcSpec) -> DataFrame:
     return tagged.withColumn(REJECT_REASON, reason)
 
 
-def batch_counts(events: DataFrame) -> BatchCounts:
-    """Counted in one aggregation over the tagged batch."""
+def batch_counts_observed(events: DataFrame, observation: Observation) -> DataFrame:
+    """`events` (tagged), counted by `observation` in the pass that first reads them: the batch's
+    counts cost no job of their own."""
     rejected = F.col(REJECT_REASON) != ""
-    # An aggregate without grouping has exactly one row.
-    (row,) = events.agg(F.count(F.lit(1)).alias("total"),
-                        F.count_if(rejected).alias("rejected"),
-                        F.count_if(~rejected & F.col(IS_TRUNCATE)).alias("truncates")).collect()
-    return BatchCounts(total=row["total"], rejected=row["rejected"], truncates=row["truncates"])
+    return events.observe(observation, F.count(F.lit(1)).alias("total"),
+                          F.count_if(rejected).alias("rejected"),
+                          F.count_if(~rejected & F.col(IS_TRUNCATE)).alias("truncates"))
+
+
+def observed_counts(observation: Observation) -> BatchCounts:
+    """The counts of `batch_counts_observed`, once a query that read the events has run."""
+    values = observation.get
+    return BatchCounts(total=int(values["total"]), rejected=int(values["rejected"]),
+                       truncates=int(values["truncates"]))
 
 
 def fill_null_updates(events: DataFrame, spec: AutoCdcSpec, columns: list[str]) -> DataFrame:

@@ -7,29 +7,37 @@ Per batch:
 3. events not newer than the key's stored sequence are dropped (stale): the state table keeps
    each key's last applied sequence, also after a delete (a tombstone), so an older event,
    whenever it arrives, can neither overwrite newer state nor resurrect a deleted row;
-4. per key only the newest remaining event survives (with `ignore_null_updates`, its NULL
-   columns first take the values of the key's earlier events in the batch);
-5. one MERGE into the target, then one MERGE into the state table, then tombstones older than
+4. per key only the newest remaining event survives (one `max_by` aggregation; with
+   `ignore_null_updates`, its NULL columns first take the values of the key's earlier events in
+   the batch);
+5. one MERGE into the target (none when nothing changes it), then the applied changes are
+   appended to the state table, then tombstones older than
    `pipelines.cdc.tombstoneGCThresholdInSeconds` are removed from the state table.
+
+Steps 1-4 are one Spark job. The state table is a log: each applied change appends one row
+(keys, sequence, tie-break, delete flag, when it was deleted), and a key's stored state is its
+newest row. Appending costs a write; a MERGE into it would also join and rewrite it every batch.
+A state table written by an earlier version (one row per key, updated in place) reads the same.
 
 Order is total: events compare by (sequence, TIE), TIE being (is it a delete, hash of the
 event's target columns). So at equal sequences a delete wins over an upsert and two different
 upserts resolve by their content, the same whichever arrives first, in one batch or across
 batches, and the same as SCD2 decides (scd2.py; docs/auto_cdc.md "Ties").
 
-The two MERGEs are two Delta commits, each idempotent per batch (commits.py): when a crash
-between them makes Structured Streaming replay the batch, the MERGE that already committed is
-skipped and the other runs against the same state as the first time, so the tables end as if
-nothing had failed.
+The MERGE and the append are two Delta commits, each idempotent per batch (commits.py): every
+decision comes from the state table, which is written last, so when a crash between them makes
+Structured Streaming replay the batch, the committed MERGE is skipped and the append writes
+the rows the first attempt would have written.
 """
 
 from __future__ import annotations
 
 from delta.tables import DeltaTable
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
+from exactly_once.local import delta_log
 from exactly_once.local.auto_cdc import commits
 from exactly_once.local.auto_cdc.changes import (
     IS_DELETE,
@@ -40,16 +48,19 @@ from exactly_once.local.auto_cdc.changes import (
     SYNTHETIC,
     TIE,
     CdcBatchStats,
-    batch_counts,
+    batch_counts_observed,
     data_columns,
     fill_null_updates,
     merge_condition,
+    observed_counts,
     tag_events,
     target_columns,
     tie_break,
 )
+from exactly_once.local.auto_cdc.commits import BatchWrite
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
-from exactly_once.local.warehouse import AutoCdcTables, is_delta_table
+from exactly_once.local.delta_log import is_delta_table
+from exactly_once.local.warehouse import AutoCdcTables
 from exactly_once.table_properties import TOMBSTONE_GC_NEVER_SECONDS
 
 DELETED_AT = "__deleted_at"  # processing time a tombstone was written: its retention clock
@@ -85,11 +96,28 @@ def ensure_state_table(spark: SparkSession, spec: AutoCdcSpec, source: DataFrame
 
 
 def latest_per_key(events: DataFrame, spec: AutoCdcSpec) -> DataFrame:
-    """Per key, the one event with the highest sequence (events carry SEQUENCE already)."""
-    newest_first = Window.partitionBy(*spec.keys).orderBy(
-        F.col(SEQUENCE).desc(), F.col(TIE).desc(), F.col(SYNTHETIC).asc())
-    return events.withColumn("__rank", F.row_number().over(newest_first)) \
-        .where("__rank = 1").drop("__rank")
+    """Per key, the one event with the highest (SEQUENCE, TIE), a real event before a truncate's
+    synthetic delete at the same point: one aggregation (events carry SEQUENCE and TIE)."""
+    others = [c for c in events.columns if c not in spec.keys]
+    rank = F.struct(F.col(SEQUENCE), F.col(TIE), (~F.col(SYNTHETIC)).alias("real"))
+    row = F.struct(*[F.col(f"`{c}`") for c in others])
+    return events.groupBy(*[F.col(f"`{k}`") for k in spec.keys]) \
+        .agg(F.max_by(row, rank).alias("__row")) \
+        .select(*[F.col(f"`{k}`") for k in spec.keys],
+                *[F.col(f"__row.`{c}`").alias(c) for c in others])
+
+
+def stored_state(spark: SparkSession, state_path: str, spec: AutoCdcSpec) -> DataFrame:
+    """Each key's stored state: its newest row in the state log, as STORED_* columns."""
+    state = spark.read.format("delta").load(state_path)
+    lowest_tie = F.struct(F.lit(False).alias("deleted"), F.lit("").alias("content"))
+    tie = F.coalesce(F.col(TIE), lowest_tie)  # rows written before ties were stored
+    last = F.max_by(F.struct(F.col(SEQUENCE).alias("s"), tie.alias("t"),
+                             F.col(IS_DELETE).alias("d"), F.col(DELETED_AT).alias("at")),
+                    F.struct(F.col(SEQUENCE), tie))
+    return state.groupBy(*spec.keys).agg(last.alias("__last")).select(
+        *spec.keys, F.col("__last.s").alias(STORED_SEQUENCE), F.col("__last.t").alias(STORED_TIE),
+        F.col("__last.d").alias(STORED_DELETED), F.col("__last.at").alias(DELETED_AT))
 
 
 def _truncates_as_deletes(events: DataFrame, stored: DataFrame, spec: AutoCdcSpec) -> DataFrame:
@@ -105,92 +133,102 @@ def _truncates_as_deletes(events: DataFrame, stored: DataFrame, spec: AutoCdcSpe
     return regular.unionByName(deletes, allowMissingColumns=True)
 
 
-def collect_tombstones(spark: SparkSession, state_path: str, retention_seconds: float) -> int:
-    """Remove tombstones written more than `retention_seconds` ago (processing time)."""
+def collect_tombstones(spark: SparkSession, state_path: str, spec: AutoCdcSpec,
+                       retention_seconds: float) -> int:
+    """Forget keys whose stored state is a tombstone written more than `retention_seconds` ago
+    (processing time): every row of the key goes, so an older event is applied as new."""
     age_micros = F.unix_micros(F.current_timestamp()) - F.unix_micros(F.col(DELETED_AT))
-    expired = F.col(IS_DELETE) & (age_micros > F.lit(int(retention_seconds * 1_000_000)))
-    state = DeltaTable.forPath(spark, state_path)
-    count = state.toDF().where(expired).count()
-    if count:  # a DELETE commits even when nothing matches; keep the state log short
-        state.delete(expired)
-    return count
+    expired = stored_state(spark, state_path, spec).where(
+        F.col(STORED_DELETED) & (age_micros > F.lit(int(retention_seconds * 1_000_000)))) \
+        .select(*spec.keys).collect()
+    if expired:  # a DELETE commits even when nothing matches; keep the state log short
+        keys = spark.createDataFrame(expired, stored_state(spark, state_path, spec)
+                                     .select(*spec.keys).schema)
+        DeltaTable.forPath(spark, state_path).alias("t") \
+            .merge(keys.alias("s"), merge_condition(spec)).whenMatchedDelete().execute()
+    return len(expired)
 
 
-def apply_scd1_batch(spark: SparkSession, batch: DataFrame, batch_id: int, spec: AutoCdcSpec,
-                     target_path: str, state_path: str, *, query_id: str,
+def apply_scd1_batch(spark: SparkSession, batch: DataFrame, spec: AutoCdcSpec,
+                     target_path: str, state_path: str, write: BatchWrite, *,
                      rejected_path: str | None = None,
                      tombstone_gc_seconds: float | None = None) -> CdcBatchStats:
-    """Apply one micro-batch. `query_id`: the streaming query's id (its checkpoint's identity),
-    part of every idempotent-write marker."""
+    """Apply one micro-batch; `write` says which (and its query), for the commit markers."""
     columns = data_columns(spec, batch.columns)
-    events = tag_events(batch, spec).persist()
-    try:
-        counted = batch_counts(events)
-        total, rejected, truncates = counted.total, counted.rejected, counted.truncates
-        if rejected:
-            commits.record_rejected(events, batch.columns, spec, batch_id, rejected_path, query_id)
-        good = events.where(F.col(REJECT_REASON) == "").drop(REJECT_REASON)
-        state = spark.read.format("delta").load(state_path)
-        stored = state.select(*spec.keys, F.col(SEQUENCE).alias(STORED_SEQUENCE),
-                              F.col(TIE).alias(STORED_TIE),
-                              F.col(IS_DELETE).alias(STORED_DELETED))
-        if truncates:
-            good = _truncates_as_deletes(good, stored, spec)
-        good = good.withColumn(TIE, tie_break(columns))
-        lowest_tie = F.struct(F.lit(False).alias("deleted"), F.lit("").alias("content"))
-        newer = F.struct(F.col(SEQUENCE).alias("s"), F.col(TIE).alias("t")) > F.struct(
-            F.col(STORED_SEQUENCE).alias("s"),
-            F.coalesce(F.col(STORED_TIE), lowest_tie).alias("t"))
-        fresh = good.join(stored, list(spec.keys), "left").where(
-            F.col(STORED_SEQUENCE).isNull() | newer
-        ).drop(STORED_SEQUENCE, STORED_TIE, STORED_DELETED)
-        if spec.ignore_null_updates:
-            fresh = fill_null_updates(fresh, spec, columns)
-        changes = latest_per_key(fresh, spec).persist()
-        try:
-            (counts,) = changes.agg(F.count(F.lit(1)).alias("applied"),
-                                    F.count_if(F.col(IS_DELETE)).alias("deletes"),
-                                    F.count_if(F.col(SYNTHETIC)).alias("from_truncates")
-                                    ).collect()
-            applied, deletes, from_truncates = counts["applied"], counts["deletes"], \
-                counts["from_truncates"]
-            values: dict[str, str | Column] = {
-                f"`{c}`": f"s.`{c}`" for c in target_columns(spec, batch.columns)}
-            updates = dict(values)
-            if spec.ignore_null_updates:  # NULL keeps the target's value, unless re-inserted
-                updates.update({f"`{c}`": f"CASE WHEN s.{RESET} THEN s.`{c}` "
-                                          f"ELSE coalesce(s.`{c}`, t.`{c}`) END" for c in columns})
-            target_merge = (
-                DeltaTable.forPath(spark, target_path).alias("t")
-                .merge(changes.alias("s"), merge_condition(spec))
-                .whenMatchedDelete(condition=f"s.{IS_DELETE}")
-                .whenMatchedUpdate(condition=f"NOT s.{IS_DELETE}", set=updates)
-                .whenNotMatchedInsert(condition=f"NOT s.{IS_DELETE}", values=values)
-            )
-            committed = commits.idempotent_merge(spark, f"{query_id}:{spec.name}:target", batch_id,
-                                          target_merge, target_path)
-            new_state = changes.select(
-                *spec.keys, SEQUENCE, IS_DELETE,
-                F.when(F.col(IS_DELETE), F.current_timestamp()).alias(DELETED_AT), TIE)
-            state_merge = (
-                DeltaTable.forPath(spark, state_path).alias("t")
-                .merge(new_state.alias("s"), merge_condition(spec))
-                .whenMatchedUpdateAll()
-                .whenNotMatchedInsertAll()
-            )
-            commits.idempotent_merge(spark, f"{query_id}:{spec.name}:state", batch_id,
-                                     state_merge, state_path)
-        finally:
-            changes.unpersist()
-        if tombstone_gc_seconds is not None:
-            collect_tombstones(spark, state_path, tombstone_gc_seconds)
-        stale = total - rejected - truncates - (applied - from_truncates)
-        if not committed:  # an earlier attempt of this batch wrote the target: report nothing
-            applied = deletes = 0
-        return CdcBatchStats(rejected=rejected, upserts=applied - deletes, deletes=deletes,
-                             stale=stale, truncates=truncates)
-    finally:
-        events.unpersist()
+    tagged = tag_events(batch, spec)
+    observed = Observation()
+    good = batch_counts_observed(tagged, observed).where(F.col(REJECT_REASON) == "") \
+        .drop(REJECT_REASON)
+    stored = stored_state(spark, state_path, spec).drop(DELETED_AT)
+    if spec.apply_as_truncates is not None:
+        good = _truncates_as_deletes(good, stored, spec)
+    good = good.withColumn(TIE, tie_break(columns))
+    lowest_tie = F.struct(F.lit(False).alias("deleted"), F.lit("").alias("content"))
+    newer = F.struct(F.col(SEQUENCE).alias("s"), F.col(TIE).alias("t")) > F.struct(
+        F.col(STORED_SEQUENCE).alias("s"),
+        F.coalesce(F.col(STORED_TIE), lowest_tie).alias("t"))
+    fresh = good.join(stored, list(spec.keys), "left").where(
+        F.col(STORED_SEQUENCE).isNull() | newer
+    ).drop(STORED_SEQUENCE, STORED_TIE, STORED_DELETED)
+    if spec.ignore_null_updates:
+        fresh = fill_null_updates(fresh, spec, columns)
+    counts = Observation()
+    changes = latest_per_key(fresh, spec).observe(
+        counts, F.count(F.lit(1)).alias("applied"), F.count_if(F.col(IS_DELETE)).alias("deletes"),
+        F.count_if(F.col(SYNTHETIC)).alias("from_truncates"))
+    with write.step("changes"):
+        # One job: the batch's changes, kept in memory, counted with the batch on the way. A
+        # local checkpoint, not a cache: the writes below read the changes without the state
+        # table they came from, which would make Delta treat the state append as a read of
+        # the table it writes (a full state reconstruction for conflict checks).
+        changes = changes.localCheckpoint(eager=True)
+    counted = observed_counts(observed)
+    total, rejected, truncates = counted.total, counted.rejected, counted.truncates
+    if rejected:
+        with write.step("rejected rows"):
+            commits.record_rejected(tagged, batch.columns, spec, rejected_path, write)
+    applied, deletes, from_truncates = (int(counts.get[c]) for c in (
+        "applied", "deletes", "from_truncates"))
+    committed = applied > 0 and _apply(spark, spec, changes, batch.columns, columns,
+                                       applied == deletes, target_path, state_path, write)
+    if tombstone_gc_seconds is not None:
+        collect_tombstones(spark, state_path, spec, tombstone_gc_seconds)
+    stale = total - rejected - truncates - (applied - from_truncates)
+    if not committed:  # nothing new, or an earlier attempt of this batch wrote the target
+        applied = deletes = 0
+    return CdcBatchStats(rejected=rejected, upserts=applied - deletes, deletes=deletes,
+                         stale=stale, truncates=truncates)
+
+
+def _apply(spark: SparkSession, spec: AutoCdcSpec, changes: DataFrame, source_columns: list[str],
+           columns: list[str], only_deletes: bool, target_path: str, state_path: str,
+           write: BatchWrite) -> bool:
+    """The MERGE into the target (skipped when it could change nothing: deletes only, into an
+    empty target), then the state rows; whether this call applied the batch."""
+    values: dict[str, str | Column] = {
+        f"`{c}`": f"s.`{c}`" for c in target_columns(spec, source_columns)}
+    updates = dict(values)
+    if spec.ignore_null_updates:  # NULL keeps the target's value, unless re-inserted
+        updates.update({f"`{c}`": f"CASE WHEN s.{RESET} THEN s.`{c}` "
+                                  f"ELSE coalesce(s.`{c}`, t.`{c}`) END" for c in columns})
+    committed = True
+    if not (only_deletes and delta_log.row_count(target_path) == 0):
+        target_merge = (
+            DeltaTable.forPath(spark, target_path).alias("t")
+            .merge(changes.alias("s"), merge_condition(spec))
+            .whenMatchedDelete(condition=f"s.{IS_DELETE}")
+            .whenMatchedUpdate(condition=f"NOT s.{IS_DELETE}", set=updates)
+            .whenNotMatchedInsert(condition=f"NOT s.{IS_DELETE}", values=values)
+        )
+        with write.step("target merge"):
+            committed = commits.merge_once(spark, target_merge, target_path, spec, "target",
+                                           write)
+    new_state = changes.select(
+        *spec.keys, SEQUENCE, IS_DELETE,
+        F.when(F.col(IS_DELETE), F.current_timestamp()).alias(DELETED_AT), TIE)
+    with write.step("state append"):
+        commits.append_once(new_state, state_path, spec, "state", write)
+    return committed
 
 
 def tombstone_expiry_seconds(spec: AutoCdcSpec) -> float | None:
@@ -200,9 +238,9 @@ def tombstone_expiry_seconds(spec: AutoCdcSpec) -> float | None:
     return None if seconds >= TOMBSTONE_GC_NEVER_SECONDS else seconds
 
 
-def apply_batch(spark: SparkSession, batch: DataFrame, batch_id: int, spec: AutoCdcSpec,
-                tables: AutoCdcTables, *, query_id: str) -> CdcBatchStats:
+def apply_batch(spark: SparkSession, batch: DataFrame, spec: AutoCdcSpec,
+                tables: AutoCdcTables, write: BatchWrite) -> CdcBatchStats:
     """`apply_scd1_batch` on the flow's own tables, with its declared tombstone expiry."""
-    return apply_scd1_batch(spark, batch, batch_id, spec, tables.target, tables.state,
-                            query_id=query_id, rejected_path=tables.rejected,
+    return apply_scd1_batch(spark, batch, spec, tables.target, tables.state, write,
+                            rejected_path=tables.rejected,
                             tombstone_gc_seconds=tombstone_expiry_seconds(spec))

@@ -6,7 +6,9 @@ the version in place), and ends at the next event's sequence: the next version's
 delete, which closes it. `__END_AT IS NULL` marks the current version; a deleted key has none.
 
 The state table (`<warehouse>/_pipeline/auto_cdc/<target>`) is the journal of every applied
-event per key (keys, sequence, delete flag, target columns as received). Per batch:
+event per key (keys, sequence, delete flag, target columns as received), appended to; where two
+rows share a key and sequence (an event that won a tie against a journalled one), the one with
+the higher tie-break is the event. Per batch:
 1. events with a NULL key or sequence are rejected to the rejected-rows table;
 2. one event is kept per (key, sequence) inside the batch, the one with the highest tie-break
    (`changes.tie_break`: a delete, else by content), and dropped if the journal already holds
@@ -16,16 +18,16 @@ event per key (keys, sequence, delete flag, target columns as received). Per bat
    sequence order into versions, so a late event lands where it belongs: it can split a version
    or fill a gap, and an upsert older than a delete makes a closed version, never a current one;
 4. one MERGE on (keys, `__START_AT`) replaces those keys' versions in the target (update,
-   insert, delete), then one MERGE appends the events to the journal.
-Both MERGEs are idempotent per batch (commits.py) and the decisions come only from the journal,
-which is written last: a replay after a crash between them skips the target MERGE and writes the
-same journal rows as the first attempt would have.
+   insert, delete), then the events are appended to the journal.
+Steps 1-2 are one Spark job. Both writes are idempotent per batch (commits.py) and the decisions
+come only from the journal, which is written last: a replay after a crash between them skips the
+target MERGE and appends the same journal rows as the first attempt would have.
 """
 
 from __future__ import annotations
 
 from delta.tables import DeltaTable
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType
 
@@ -37,16 +39,19 @@ from exactly_once.local.auto_cdc.changes import (
     SEQUENCE,
     TIE,
     CdcBatchStats,
-    batch_counts,
+    batch_counts_observed,
     data_columns,
     fill_null_updates,
     merge_condition,
+    observed_counts,
     tag_events,
     target_columns,
     tie_break,
 )
+from exactly_once.local.auto_cdc.commits import BatchWrite
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
-from exactly_once.local.warehouse import AutoCdcTables, is_delta_table
+from exactly_once.local.delta_log import is_delta_table
+from exactly_once.local.warehouse import AutoCdcTables
 
 START_AT, END_AT = "__START_AT", "__END_AT"
 OP = "__op"
@@ -117,59 +122,71 @@ def versions_of(history: DataFrame, spec: AutoCdcSpec, columns: list[str],
 
 
 def _one_per_sequence(events: DataFrame, spec: AutoCdcSpec) -> DataFrame:
-    """Per (key, sequence) the event with the highest tie-break (events carry TIE)."""
-    same = Window.partitionBy(*spec.keys, SEQUENCE).orderBy(F.col(TIE).desc())
-    return events.withColumn("__rank", F.row_number().over(same)).where("__rank = 1") \
-        .drop("__rank")
+    """Per (key, sequence) the event with the highest tie-break (events carry TIE): one
+    aggregation."""
+    group = [*spec.keys, SEQUENCE]
+    others = [c for c in events.columns if c not in group]
+    row = F.struct(*[F.col(f"`{c}`") for c in others])
+    return events.groupBy(*[F.col(f"`{c}`") for c in group]) \
+        .agg(F.max_by(row, F.col(TIE)).alias("__row")) \
+        .select(*[F.col(f"`{c}`") for c in group],
+                *[F.col(f"__row.`{c}`").alias(c) for c in others])
 
 
-def apply_scd2_batch(spark: SparkSession, batch: DataFrame, batch_id: int, spec: AutoCdcSpec,
-                     target_path: str, state_path: str, *, query_id: str,
+def journal_events(spark: SparkSession, state_path: str, spec: AutoCdcSpec,
+                   columns: list[str]) -> DataFrame:
+    """The journal, one event per (key, sequence), with its TIE."""
+    journal = spark.read.format("delta").load(state_path)
+    return _one_per_sequence(journal.withColumn(TIE, tie_break(columns)), spec)
+
+
+def apply_scd2_batch(spark: SparkSession, batch: DataFrame, spec: AutoCdcSpec,
+                     target_path: str, state_path: str, write: BatchWrite, *,
                      rejected_path: str | None = None) -> CdcBatchStats:
-    """Apply one micro-batch. `query_id`: the streaming query's id (its checkpoint's identity),
-    part of every idempotent-write marker."""
+    """Apply one micro-batch; `write` says which (and its query), for the commit markers."""
     columns = data_columns(spec, batch.columns)
     tracked = tracked_columns(spec, batch.columns)
     order = target_columns(spec, batch.columns)
-    events = tag_events(batch, spec).persist()
-    try:
-        counted = batch_counts(events)
-        total, rejected = counted.total, counted.rejected
-        if rejected:
-            commits.record_rejected(events, batch.columns, spec, batch_id, rejected_path, query_id)
-        good = events.where(F.col(REJECT_REASON) == "").select(
-            *spec.keys, SEQUENCE, IS_DELETE, *columns).withColumn(TIE, tie_break(columns))
-        journal = spark.read.format("delta").load(state_path)
-        journaled = journal.select(*spec.keys, SEQUENCE, tie_break(columns).alias("__journal_tie"))
-        fresh = _one_per_sequence(good, spec).join(journaled, [*spec.keys, SEQUENCE], "left") \
-            .where(F.col("__journal_tie").isNull() | (F.col(TIE) > F.col("__journal_tie"))) \
-            .drop("__journal_tie", TIE).persist()
-        try:
-            (counts,) = fresh.agg(F.count(F.lit(1)).alias("applied"),
-                                  F.count_if(F.col(IS_DELETE)).alias("deletes")).collect()
-            applied, deletes = counts["applied"], counts["deletes"]
-            committed = applied > 0 and _apply(spark, spec, batch_id, query_id, fresh, journal,
-                                               columns, tracked, order, target_path, state_path)
-        finally:
-            fresh.unpersist()
-        stale = total - rejected - applied
-        if not committed:  # nothing new, or an earlier attempt of this batch wrote the target
-            applied = deletes = 0
-        return CdcBatchStats(rejected=rejected, upserts=applied - deletes, deletes=deletes,
-                             stale=stale)
-    finally:
-        events.unpersist()
+    tagged = tag_events(batch, spec)
+    observed = Observation()
+    good = batch_counts_observed(tagged, observed).where(F.col(REJECT_REASON) == "").select(
+        *spec.keys, SEQUENCE, IS_DELETE, *columns).withColumn(TIE, tie_break(columns))
+    journal = journal_events(spark, state_path, spec, columns)
+    journaled = journal.select(*spec.keys, SEQUENCE, F.col(TIE).alias("__journal_tie"))
+    counts = Observation()
+    fresh = _one_per_sequence(good, spec).join(journaled, [*spec.keys, SEQUENCE], "left") \
+        .where(F.col("__journal_tie").isNull() | (F.col(TIE) > F.col("__journal_tie"))) \
+        .drop("__journal_tie") \
+        .observe(counts, F.count(F.lit(1)).alias("applied"),
+                 F.count_if(F.col(IS_DELETE)).alias("deletes"))
+    with write.step("changes"):
+        # One job: the new events, kept in memory (a local checkpoint, so that appending them
+        # is not a read of the journal they were checked against), counted on the way.
+        fresh = fresh.localCheckpoint(eager=True)
+    counted = observed_counts(observed)
+    total, rejected = counted.total, counted.rejected
+    if rejected:
+        with write.step("rejected rows"):
+            commits.record_rejected(tagged, batch.columns, spec, rejected_path, write)
+    applied, deletes = int(counts.get["applied"]), int(counts.get["deletes"])
+    committed = applied > 0 and _apply(spark, spec, write, fresh, journal,
+                                       columns, tracked, order, target_path, state_path)
+    stale = total - rejected - applied
+    if not committed:  # nothing new, or an earlier attempt of this batch wrote the target
+        applied = deletes = 0
+    return CdcBatchStats(rejected=rejected, upserts=applied - deletes, deletes=deletes,
+                         stale=stale)
 
 
-def _apply(spark: SparkSession, spec: AutoCdcSpec, batch_id: int, query_id: str,
+def _apply(spark: SparkSession, spec: AutoCdcSpec, write: BatchWrite,
            fresh: DataFrame, journal: DataFrame, columns: list[str], tracked: list[str],
            order: list[str], target_path: str, state_path: str) -> bool:
     """Rewrite the versions of the keys `fresh` touches; whether the target MERGE committed."""
     affected = fresh.select(*spec.keys).distinct()
     # An event that won a tie against a journal event replaces it: same (key, sequence).
-    kept = journal.join(affected, list(spec.keys), "left_semi") \
+    kept = journal.drop(TIE).join(affected, list(spec.keys), "left_semi") \
         .join(fresh.select(*spec.keys, SEQUENCE), [*spec.keys, SEQUENCE], "left_anti")
-    history = kept.unionByName(fresh)
+    history = kept.unionByName(fresh.drop(TIE))
     versions = versions_of(history, spec, columns, tracked, order)
     target = DeltaTable.forPath(spark, target_path)
     obsolete = target.toDF().join(affected, list(spec.keys), "left_semi") \
@@ -177,6 +194,10 @@ def _apply(spark: SparkSession, spec: AutoCdcSpec, batch_id: int, query_id: str,
         .join(versions.select(*spec.keys, START_AT), [*spec.keys, START_AT], "left_anti")
     ops = versions.withColumn(OP, F.lit("upsert")).unionByName(
         obsolete.withColumn(OP, F.lit("delete")), allowMissingColumns=True)
+    with write.step("versions"):
+        # Computed once, before the MERGE: Delta would otherwise evaluate this plan (windows
+        # over the journal, a join with the target) again for each of its passes.
+        ops = ops.localCheckpoint(eager=True)
     values: dict[str, str | Column] = {f"`{c}`": f"s.`{c}`" for c in [*order, START_AT, END_AT]}
     unchanged = " AND ".join(f"t.`{c}` <=> s.`{c}`" for c in [*columns, END_AT])
     target_merge = (
@@ -185,21 +206,15 @@ def _apply(spark: SparkSession, spec: AutoCdcSpec, batch_id: int, query_id: str,
         .whenMatchedUpdate(condition=f"s.{OP} = 'upsert' AND NOT ({unchanged})", set=values)
         .whenNotMatchedInsert(condition=f"s.{OP} = 'upsert'", values=values)
     )
-    committed = commits.idempotent_merge(spark, f"{query_id}:{spec.name}:target", batch_id,
-                                         target_merge, target_path)
-    journal_merge = (
-        DeltaTable.forPath(spark, state_path).alias("t")
-        .merge(fresh.alias("s"), merge_condition(spec, (SEQUENCE,)))
-        .whenMatchedUpdateAll()
-        .whenNotMatchedInsertAll()
-    )
-    commits.idempotent_merge(spark, f"{query_id}:{spec.name}:state", batch_id, journal_merge,
-                             state_path)
+    with write.step("target merge"):
+        committed = commits.merge_once(spark, target_merge, target_path, spec, "target", write)
+    with write.step("journal append"):
+        commits.append_once(fresh.drop(TIE), state_path, spec, "state", write)
     return committed
 
 
-def apply_batch(spark: SparkSession, batch: DataFrame, batch_id: int, spec: AutoCdcSpec,
-                tables: AutoCdcTables, *, query_id: str) -> CdcBatchStats:
+def apply_batch(spark: SparkSession, batch: DataFrame, spec: AutoCdcSpec,
+                tables: AutoCdcTables, write: BatchWrite) -> CdcBatchStats:
     """`apply_scd2_batch` on the flow's own tables."""
-    return apply_scd2_batch(spark, batch, batch_id, spec, tables.target, tables.state,
-                            query_id=query_id, rejected_path=tables.rejected)
+    return apply_scd2_batch(spark, batch, spec, tables.target, tables.state, write,
+                            rejected_path=tables.rejected)

@@ -13,6 +13,7 @@ from pyspark.sql.types import StructType
 
 from exactly_once.local.auto_cdc import scd1, scd2
 from exactly_once.local.auto_cdc.changes import CdcBatchStats
+from exactly_once.local.auto_cdc.commits import BatchWrite
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.warehouse import AutoCdcTables
 
@@ -29,10 +30,9 @@ class ScdType(Protocol):
         """Create the flow's state table, or check the existing one fits."""
         ...
 
-    def apply_batch(self, spark: SparkSession, batch: DataFrame, batch_id: int,
-                    spec: AutoCdcSpec, tables: AutoCdcTables, *,
-                    query_id: str) -> CdcBatchStats:
-        """Apply one micro-batch; `query_id` identifies the checkpoint in the commit markers."""
+    def apply_batch(self, spark: SparkSession, batch: DataFrame, spec: AutoCdcSpec,
+                    tables: AutoCdcTables, write: BatchWrite) -> CdcBatchStats:
+        """Apply one micro-batch; `write` names it and its query for the commit markers."""
         ...
 
 

@@ -1,0 +1,204 @@
+"""A Delta table's transaction log read directly, in Python: no Spark job, no snapshot.
+
+Spark's Delta reader rebuilds a table's state (a Spark job over the log) for many questions the
+runtime asks after every write: which version the table is at, how many rows a commit wrote,
+whether a micro-batch already committed. The answers are in the commit files themselves
+(`_delta_log/<version>.json`, one JSON action per line), which local tables keep on local disk.
+
+This module is the one definition of "a Delta table exists at this path": it has a committed
+version. A `_delta_log` directory alone is not one: a process killed while creating a table
+can leave the directory (and `_staged_commits/`) without any commit.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+DELTA_LOG_DIR = "_delta_log"
+_COMMIT = re.compile(r"^(\d{20})\.json$")
+_CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint(\.\d+\.\d+)?\.parquet$")
+# A commit's userMetadata that marks which micro-batch of which writer it holds (see `Marker`).
+MARKER_KEY = "exactly_once_batch"
+
+
+def log_dir(path: Path | str) -> Path:
+    return Path(path) / DELTA_LOG_DIR
+
+
+def versions(path: Path | str) -> list[int]:
+    """The table's committed versions that have a commit file, ascending."""
+    try:
+        names = [entry.name for entry in log_dir(path).iterdir()]
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    return sorted(int(m.group(1)) for m in map(_COMMIT.match, names) if m)
+
+
+def latest_version(path: Path | str) -> int:
+    """The latest committed version; -1 when the table has none (it does not exist)."""
+    found = versions(path)
+    if found:
+        return found[-1]
+    # Log cleanup may leave only a checkpoint of an old table (never the case locally, where
+    # the commit files of the last 30 days stay); a checkpoint is a committed version too.
+    try:
+        names = [entry.name for entry in log_dir(path).iterdir()]
+    except (FileNotFoundError, NotADirectoryError):
+        return -1
+    return max((int(m.group(1)) for m in map(_CHECKPOINT.match, names) if m), default=-1)
+
+
+def is_delta_table(path: Path | str) -> bool:
+    """Whether a Delta table lives at `path`: its log has a committed version."""
+    return latest_version(path) >= 0
+
+
+def actions(path: Path | str, version: int) -> Iterator[dict[str, Any]]:
+    """The actions of one commit, in file order."""
+    text = (log_dir(path) / f"{version:020d}.json").read_text(encoding="utf-8")
+    # One action per "\n"-ended line; not splitlines(), which also splits at the U+2028 or
+    # U+0085 a string in the file statistics may hold.
+    for line in text.split("\n"):
+        if line.strip():
+            yield json.loads(line)
+
+
+def commit_info(path: Path | str, version: int) -> dict[str, Any]:
+    """The commit's commitInfo action (Delta writes it first); {} when there is none."""
+    for action in actions(path, version):
+        if "commitInfo" in action:
+            info: dict[str, Any] = action["commitInfo"]
+            return info
+    return {}
+
+
+def rows_written(path: Path | str, after_version: int) -> int:
+    """Rows the commits after `after_version` wrote, from their `operationMetrics`."""
+    total = 0
+    for version in versions(path):
+        if version > after_version:
+            metrics = commit_info(path, version).get("operationMetrics", {})
+            total += int(metrics.get("numOutputRows", 0))
+    return total
+
+
+# How each operation changes the row count, from its operationMetrics. An operation not listed
+# (or a commit without metrics) makes the count unknown: `row_count` returns None.
+_UNCHANGED = {"CREATE TABLE", "ADD COLUMNS", "CHANGE COLUMN", "SET TBLPROPERTIES",
+              "UNSET TBLPROPERTIES", "OPTIMIZE", "UPDATE", "ADD CONSTRAINT", "DROP CONSTRAINT",
+              "UPGRADE PROTOCOL", "VACUUM START", "VACUUM END", "CREATE OR REPLACE TABLE"}
+_row_counts: dict[str, tuple[str | None, int, int]] = {}  # path -> (table id, version, rows)
+
+
+def _rows_after(info: dict[str, Any], rows: int) -> int | None:
+    operation = info.get("operation", "")
+    metrics = info.get("operationMetrics") or {}
+
+    def metric(name: str) -> int:
+        return int(metrics.get(name, 0))
+
+    if operation in ("WRITE", "STREAMING UPDATE", "CREATE TABLE AS SELECT",
+                     "REPLACE TABLE AS SELECT", "CREATE OR REPLACE TABLE AS SELECT"):
+        if "numOutputRows" not in metrics:
+            return None
+        mode = str((info.get("operationParameters") or {}).get("mode", "Append"))
+        appended = mode.strip('"').lower() == "append" and "AS SELECT" not in operation
+        return rows + metric("numOutputRows") if appended else metric("numOutputRows")
+    if operation == "MERGE":
+        return rows + metric("numTargetRowsInserted") - metric("numTargetRowsDeleted")
+    if operation == "DELETE":
+        return rows - metric("numDeletedRows") if "numDeletedRows" in metrics else None
+    if operation in _UNCHANGED:
+        return rows
+    return None
+
+
+def row_count(path: Path | str) -> int | None:
+    """The table's rows, summed from its commits' operationMetrics (appends, MERGE, DELETE,
+    overwrites); None when a commit does not say (an operation not listed above, or commit
+    files already cleaned up): then only a scan can tell. Remembered per path, so the next
+    call reads only the commits since."""
+    key = str(Path(path).resolve())
+    committed = versions(path)
+    if not committed:
+        return 0
+    ident = table_id(path)
+    known_id, version, rows = _row_counts.get(key, (ident, -1, 0))
+    if known_id != ident or version > committed[-1]:  # recreated at the same path
+        version, rows = -1, 0
+    if committed[0] > version + 1:  # commit files before these were cleaned up
+        return None
+    for v in committed:
+        if v > version:
+            after = _rows_after(commit_info(path, v), rows)
+            if after is None:
+                return None
+            version, rows = v, after
+    _row_counts[key] = (ident, version, rows)
+    return rows
+
+
+def table_id(path: Path | str) -> str | None:
+    """The id in the table's metadata: a table dropped and created again at the same path gets
+    a new one. From the latest version's checksum file (`<version>.crc`, which Delta writes
+    with each commit and which holds the metadata), else from the latest commit that carries
+    metadata."""
+    found = versions(path)
+    if not found:
+        return None
+    try:
+        crc = json.loads((log_dir(path) / f"{found[-1]:020d}.crc").read_text(encoding="utf-8"))
+        return str(crc["metadata"]["id"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    for version in reversed(found):
+        for action in actions(path, version):
+            if "metaData" in action:
+                return str(action["metaData"]["id"])
+    return None
+
+
+@dataclass(frozen=True)
+class Marker:
+    """Which micro-batch of which writer a commit holds, kept in the commit's userMetadata.
+
+    `writer` names the streaming query (its checkpoint's id), the flow and the table's role, so
+    a new checkpoint (a new id, batch ids from 0 again) is never mistaken for an old one. It
+    does what Delta's own `txnAppId` / `txnVersion` do for Spark's Delta sink, but is checked
+    by reading the last commits instead of rebuilding the table's state: Delta answers
+    `txnVersion` only after a state reconstruction, two Spark jobs per write.
+    """
+
+    writer: str
+    batch: int
+
+    def user_metadata(self) -> str:
+        return json.dumps({MARKER_KEY: {"writer": self.writer, "batch": self.batch}})
+
+    @classmethod
+    def of_commit(cls, info: dict[str, Any]) -> Marker | None:
+        try:
+            found = json.loads(info.get("userMetadata") or "")[MARKER_KEY]
+            return cls(str(found["writer"]), int(found["batch"]))
+        except (ValueError, TypeError, KeyError):
+            return None
+
+
+def committed_batch(path: Path | str, writer: str) -> int | None:
+    """The last micro-batch `writer` committed to the table, or None if it never did.
+
+    A writer commits its batches in order, so the newest commit it made holds its last batch:
+    the log is read backwards until one of its commits appears. Only a replayed batch asks
+    (see `streams.py`), after a crash, and the writer's last commit is then usually among the
+    newest.
+    """
+    for version in reversed(versions(path)):
+        marker = Marker.of_commit(commit_info(path, version))
+        if marker is not None and marker.writer == writer:
+            return marker.batch
+    return None

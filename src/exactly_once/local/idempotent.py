@@ -1,0 +1,50 @@
+"""Delta writes that a replayed micro-batch does not repeat.
+
+Structured Streaming runs a micro-batch again after a crash (`streams.replayed_batch`). Each
+write of a batch carries a `Marker` (writer, batch id) in its commit's userMetadata; a replayed
+batch first looks for its marker in the table's log and skips a write that already committed.
+A batch that is not a replay cannot have committed before, so it writes without looking.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from delta.tables import DeltaMergeBuilder
+from pyspark.sql import DataFrame, SparkSession
+
+from exactly_once.local.delta_log import Marker, committed_batch
+
+USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
+
+
+def already_committed(path: Path | str, marker: Marker) -> bool:
+    last = committed_batch(path, marker.writer)
+    return last is not None and last >= marker.batch
+
+
+def append(df: DataFrame, path: Path | str, marker: Marker, replayed: bool) -> bool:
+    """Append `df` to the Delta table at `path` unless a replayed batch already did; whether
+    this call wrote it."""
+    if replayed and already_committed(path, marker):
+        return False
+    df.write.format("delta").mode("append").option("userMetadata", marker.user_metadata()) \
+        .save(str(path))
+    return True
+
+
+def merge(spark: SparkSession, merge: DeltaMergeBuilder, path: Path | str, marker: Marker,
+          replayed: bool) -> bool:
+    """Execute the MERGE unless a replayed batch already committed it; whether this call did.
+
+    MERGE takes no writer options, so the marker goes through the session's settings: `spark`
+    must be the streaming query's own session (each query has one), as flows run concurrently.
+    """
+    if replayed and already_committed(path, marker):
+        return False
+    spark.conf.set(USER_METADATA, marker.user_metadata())
+    try:
+        merge.execute()
+    finally:
+        spark.conf.unset(USER_METADATA)
+    return True

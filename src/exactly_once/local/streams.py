@@ -1,0 +1,111 @@
+"""The streaming queries of an update: `trigger(availableNow=True)` with a `foreachBatch` writer.
+
+Every streaming flow writes through `foreachBatch`, not Spark's Delta sink: the sink asks Delta
+whether a batch already committed (`txnVersion`), which rebuilds the target table's state, two
+Spark jobs per micro-batch. Here each write carries a `delta_log.Marker` instead, and only the
+one batch that can have committed before, the batch a restarted query replays, is looked up in
+the log (`replayed_batch`). Structured Streaming logs a batch's offsets before it runs and its
+commit after, so that batch is the last one with offsets and no commit.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from pyspark.sql import DataFrame
+from pyspark.sql.streaming import StreamingQuery
+
+from exactly_once.errors import FlowError
+from exactly_once.local.expectations import failure_message
+from exactly_once.local.progress import FlowResult, Progress
+from exactly_once.local.timeline import Timeline
+
+# (micro-batch, its id, the query's id, whether this batch is a replay) -> None
+BatchHandler = Callable[[DataFrame, int, str, bool], None]
+POLL_SECONDS = 0.2
+
+
+def _batch_ids(directory: Path) -> list[int]:
+    try:
+        return sorted(int(p.name) for p in directory.iterdir() if p.name.isdigit())
+    except FileNotFoundError:
+        return []
+
+
+def replayed_batch(checkpoint: Path) -> int | None:
+    """The micro-batch a query restarted from `checkpoint` runs again: logged in `offsets/` but
+    not in `commits/` (it may have written some of its output before the crash)."""
+    offsets, commits = _batch_ids(checkpoint / "offsets"), _batch_ids(checkpoint / "commits")
+    if offsets and (not commits or offsets[-1] > commits[-1]):
+        return offsets[-1]
+    return None
+
+
+def query_id(checkpoint: Path) -> str:
+    """The id Structured Streaming gave the query of this checkpoint (its `metadata` file):
+    the same across restarts, new when the checkpoint is new."""
+    return str(json.loads((checkpoint / "metadata").read_text().splitlines()[0])["id"])
+
+
+def flow_error(flow: str, err: BaseException) -> FlowError:
+    """The failed expectation (name, dataset, record) if that stopped it, else the first line."""
+    return FlowError(f"flow `{flow}` failed: "
+                     f"{failure_message(err) or str(err).splitlines()[0]}")
+
+
+def run_available_now(df: DataFrame, name: str, checkpoint: Path, handle: BatchHandler,
+                      result: FlowResult, progress: Progress, timeline: Timeline) -> None:
+    """Process what `df` has now, batch by batch through `handle`, then stop."""
+    replayed = replayed_batch(checkpoint)
+    failed: list[BaseException] = []  # what the batch function raised, as Python raised it
+
+    def each_batch(batch: DataFrame, batch_id: int) -> None:
+        # The metadata file is written when the query starts, before its first batch.
+        with timeline.span(name, "foreachBatch", batch_id):
+            try:
+                handle(batch, batch_id, query_id(checkpoint), batch_id == replayed)
+            except BaseException as err:
+                failed.append(err)
+                raise
+
+    with timeline.span(name, "query start"):
+        query = (df.writeStream.queryName(name).foreachBatch(each_batch)
+                 .option("checkpointLocation", str(checkpoint))
+                 .trigger(availableNow=True).start())
+    with timeline.span(name, "query run"):
+        try:
+            _await(query, result, progress, timeline)
+        except FlowError:
+            # Spark reports a failed batch function with the Python traceback in its message;
+            # the error it raised says what happened.
+            if failed:
+                raise flow_error(result.flow, failed[0]) from failed[0]
+            raise
+
+
+def _await(query: StreamingQuery, result: FlowResult, progress: Progress,
+           timeline: Timeline) -> None:
+    """Wait for an availableNow query, reporting each micro-batch as it completes."""
+    seen = -1
+
+    def report() -> None:
+        nonlocal seen
+        for p in query.recentProgress:
+            p = json.loads(p.json)
+            if p["batchId"] > seen:
+                seen = p["batchId"]
+                result.add_streaming_progress(p)
+                timeline.add_progress(result.flow, p)
+                if p.get("numInputRows"):
+                    progress.batch(result.flow, p["batchId"], p["numInputRows"])
+
+    try:
+        # pyspark takes seconds as int or float (it waits int(timeout * 1000) ms); its stub
+        # declares int only.
+        while not query.awaitTermination(POLL_SECONDS):  # type: ignore[arg-type]
+            report()
+    except Exception as err:  # StreamingQueryException: keep the cause, name the flow
+        raise flow_error(result.flow, err) from err
+    report()

@@ -1,0 +1,259 @@
+"""Where an update's seconds go: one span per phase of each flow, and of the update's own work.
+
+A span is a phase on the update's clock (seconds since it started): waiting for an upstream
+table, starting a streaming query, a micro-batch and the steps Structured Streaming reports for
+it (`durationMs`: latestOffset, getBatch, queryPlanning, addBatch, walCommit, commitOffsets),
+the state store's commit, each Delta commit, and AUTO CDC's own steps. Flows record them as they
+run (`Timeline.span`), micro-batch steps come from the query's progress (`add_progress`).
+
+With `spark_jobs=True` (`exactly-once run --profile`, the benchmarks) every Spark job of the
+update is read from Spark's status store at the end and counted into the innermost span of its
+flow that was open when it was submitted. That costs about 2 ms per job, so plain runs skip it.
+
+The spans go to the event log (`flow_timeline` rows, see event_log.py), to a Chrome / Perfetto
+trace (`chrome_trace`: open it in https://ui.perfetto.dev or chrome://tracing) and to the top
+costs `run --profile` prints (`top_costs`).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any
+
+# Structured Streaming's per-batch steps (StreamingQueryProgress.durationMs), in the order a
+# micro-batch runs them.
+STREAMING_STEPS = ("latestOffset", "walCommit", "getBatch", "queryPlanning", "addBatch",
+                   "commitOffsets")
+UPDATE = ""  # the flow name of the update's own spans (loading, registering, the event log)
+
+
+@dataclass(frozen=True)
+class Span:
+    flow: str  # UPDATE for the update's own work
+    phase: str
+    start: float  # seconds since the update started
+    seconds: float
+    batch: int | None = None
+    detail: str = ""
+    thread: str = ""
+    spark_jobs: int | None = None  # None: not counted (no --profile)
+    spark_tasks: int | None = None
+    spark_job_seconds: float | None = None
+    spark_job_names: tuple[str, ...] = ()  # what each job was (Delta's description, call site)
+
+    @property
+    def end(self) -> float:
+        return self.start + self.seconds
+
+
+@dataclass
+class _Job:
+    submitted: float  # update clock
+    seconds: float
+    tasks: int
+    description: str
+    name: str  # the call site that submitted it
+
+    def label(self) -> str:
+        """What the job did, in a few words: Delta names its own jobs in the description's
+        first line after the query's name; other jobs are known by their call site."""
+        lines = self.description.split("\n")
+        first = lines[0].removeprefix("Delta: ").strip()
+        return first if first and " = " not in first and len(lines) == 1 else self.name
+
+
+@dataclass
+class Timeline:
+    """Spans of one update. Thread-safe: flows record from their own threads."""
+
+    spark_jobs: bool = False
+    origin: float = field(default_factory=time.monotonic)
+    wall_origin: float = field(default_factory=time.time)
+    spans: list[Span] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _first_job: int | None = None
+
+    def now(self) -> float:
+        return time.monotonic() - self.origin
+
+    def add(self, span: Span) -> None:
+        with self._lock:
+            self.spans.append(span)
+
+    @contextmanager
+    def span(self, flow: str, phase: str, batch: int | None = None,
+             detail: str = "") -> Iterator[None]:
+        start = self.now()
+        try:
+            yield
+        finally:
+            self.add(Span(flow, phase, start, self.now() - start, batch, detail,
+                          threading.current_thread().name))
+
+    def add_progress(self, flow: str, progress: dict[str, Any]) -> None:
+        """A micro-batch from its StreamingQueryProgress: the batch, then its steps in order,
+        and the state store's commit when the query has stateful operators."""
+        started = self._from_wall(progress["timestamp"])
+        steps = progress.get("durationMs") or {}
+        batch = int(progress["batchId"])
+        total = steps.get("triggerExecution", 0) / 1000
+        self.add(Span(flow, "micro-batch", started, total, batch,
+                      f"{progress.get('numInputRows', 0)} rows in", "stream"))
+        at = started
+        for step in STREAMING_STEPS:
+            if steps.get(step):
+                self.add(Span(flow, step, at, steps[step] / 1000, batch, thread="stream"))
+                at += steps[step] / 1000
+        commit = sum(op.get("commitTimeMs", 0) for op in progress.get("stateOperators") or [])
+        if commit:  # within addBatch, at its end
+            self.add(Span(flow, "state store commit", at - commit / 1000, commit / 1000, batch,
+                          thread="stream"))
+
+    def _from_wall(self, timestamp: str) -> float:
+        moment = datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
+        return moment - self.wall_origin
+
+    # -- Spark jobs ----------------------------------------------------------------------------
+    def mark_first_job(self, spark: Any) -> None:
+        """Remember where this update's Spark jobs start (only when counting them)."""
+        if self.spark_jobs:
+            self._first_job = _last_job_id(spark) + 1
+
+    def count_spark_jobs(self, spark: Any) -> None:
+        """Count each job of this update into the innermost open span of its flow (by the
+        streaming query name its description starts with), else into the update's own."""
+        if not self.spark_jobs or self._first_job is None:
+            return
+        jobs = _jobs_since(spark, self._first_job, self.wall_origin)
+        flows = {s.flow for s in self.spans}
+        counts: dict[int, list[_Job]] = defaultdict(list)
+        with self._lock:
+            for job in jobs:
+                owner = _flow_of(job.description, flows)
+                index = _innermost(self.spans, owner, job.submitted)
+                if index is None and owner != UPDATE:
+                    index = _innermost(self.spans, UPDATE, job.submitted)
+                if index is not None:
+                    counts[index].append(job)
+            for index, span in enumerate(self.spans):
+                mine = counts.get(index, [])
+                self.spans[index] = replace(
+                    span, spark_jobs=len(mine), spark_tasks=sum(j.tasks for j in mine),
+                    spark_job_seconds=round(float(sum(j.seconds for j in mine)), 3),
+                    spark_job_names=tuple(j.label() for j in mine))
+
+    # -- views ---------------------------------------------------------------------------------
+    def of_flow(self, flow: str) -> list[Span]:
+        return sorted((s for s in self.spans if s.flow == flow), key=lambda s: s.start)
+
+    def self_seconds(self) -> list[float]:
+        """Each span's own time: its seconds less those of the spans directly inside it (of its
+        flow), so that summing them counts every second once."""
+        own = [s.seconds for s in self.spans]
+        by_flow: dict[str, list[int]] = defaultdict(list)
+        for i, s in enumerate(self.spans):
+            by_flow[s.flow].append(i)
+        for indices in by_flow.values():
+            indices.sort(key=lambda i: (self.spans[i].start, -self.spans[i].seconds))
+            for position, i in enumerate(indices):
+                parent = self.spans[i]
+                inner_end = parent.start
+                for j in indices[position + 1:]:
+                    child = self.spans[j]
+                    if child.start > parent.end - EPSILON:
+                        break
+                    # A direct child starts after the previous direct child ended.
+                    if child.start >= inner_end - EPSILON and child.end <= parent.end + EPSILON:
+                        own[i] -= child.seconds
+                        inner_end = child.end
+        return [max(seconds, 0.0) for seconds in own]
+
+    def top_costs(self, limit: int = 12) -> list[tuple[str, str, float, int, int | None]]:
+        """(flow, phase, own seconds, spans, Spark jobs) summed per flow and phase, costliest
+        first: where the update's seconds went, each counted once."""
+        totals: dict[tuple[str, str], list[Any]] = {}
+        for s, own in zip(self.spans, self.self_seconds(), strict=True):
+            entry = totals.setdefault((s.flow, s.phase), [0.0, 0, None])
+            entry[0] += own
+            entry[1] += 1
+            if s.spark_jobs is not None:
+                entry[2] = (entry[2] or 0) + s.spark_jobs
+        ranked = sorted(totals.items(), key=lambda kv: -kv[1][0])[:limit]
+        return [(flow, phase, round(v[0], 3), v[1], v[2]) for (flow, phase), v in ranked]
+
+    def chrome_trace(self) -> dict[str, Any]:
+        """The spans as Chrome trace events (one track per flow), for Perfetto or
+        chrome://tracing."""
+        tracks = {flow: i for i, flow in enumerate(
+            sorted({s.flow for s in self.spans}, key=lambda f: (f != UPDATE, f)))}
+        events: list[dict[str, Any]] = [
+            {"ph": "M", "name": "thread_name", "pid": 1, "tid": tid,
+             "args": {"name": flow or "update"}} for flow, tid in tracks.items()]
+        for s in sorted(self.spans, key=lambda s: (s.start, -s.seconds)):
+            args: dict[str, Any] = {"detail": s.detail} if s.detail else {}
+            if s.batch is not None:
+                args["batch"] = s.batch
+            if s.spark_jobs is not None:
+                args.update(spark_jobs=s.spark_jobs, spark_tasks=s.spark_tasks,
+                            spark_job_seconds=s.spark_job_seconds)
+            if s.spark_job_names:
+                args["spark_job_names"] = list(s.spark_job_names)
+            events.append({"ph": "X", "name": s.phase, "cat": s.flow or "update", "pid": 1,
+                           "tid": tracks[s.flow], "ts": round(s.start * 1e6),
+                           "dur": max(round(s.seconds * 1e6), 1), "args": args})
+        return {"traceEvents": events, "displayTimeUnit": "ms"}
+
+
+# Seconds of slack when nesting spans: micro-batch steps are placed by the wall clock of their
+# progress report, the other spans by the monotonic clock.
+EPSILON = 0.005
+
+
+def _innermost(spans: list[Span], flow: str, at: float) -> int | None:
+    best, best_length = None, float("inf")
+    for i, s in enumerate(spans):
+        if s.flow == flow and s.start <= at <= s.end and s.seconds < best_length:
+            best, best_length = i, s.seconds
+    return best
+
+
+def _flow_of(description: str, flows: set[str]) -> str:
+    """A streaming query's jobs are described `<query name>\\nid = ...` (Delta prefixes its own
+    with `Delta: `); the runtime names each query after its flow."""
+    first = description.split("\n", 1)[0].strip()
+    first = first.removeprefix("Delta: ").strip()
+    return first if first in flows else UPDATE
+
+
+def _status_jobs(spark: Any) -> Iterator[Any]:
+    """The status store's jobs (v1.JobData), newest first."""
+    jobs = spark.sparkContext._jsc.sc().statusStore().jobsList(None).iterator()
+    while jobs.hasNext():
+        yield jobs.next()
+
+
+def _last_job_id(spark: Any) -> int:
+    return next((job.jobId() for job in _status_jobs(spark)), -1)
+
+
+def _jobs_since(spark: Any, first: int, wall_origin: float) -> list[_Job]:
+    """Jobs with id >= `first`, from the status store (what the Spark UI shows)."""
+    found = []
+    for job in _status_jobs(spark):
+        if job.jobId() < first:
+            break
+        if not job.submissionTime().isDefined():
+            continue
+        submitted = job.submissionTime().get().getTime() / 1000
+        done = job.completionTime().get().getTime() / 1000 \
+            if job.completionTime().isDefined() else submitted
+        description = job.description().get() if job.description().isDefined() else ""
+        found.append(_Job(submitted - wall_origin, done - submitted, job.numTasks(),
+                          description, str(job.name())))
+    return found
