@@ -15,6 +15,13 @@ def test_local_settings_round_trip_through_spark_conf_keys():
     assert "has_event_id" in settings.topic("player_rewards").rules
 
 
+def test_the_kafka_source_reads_only_committed_transactions_by_default():
+    assert load_settings("local").kafka.isolation_level == "read_committed"
+    for target in ("dev", "prod"):  # what the bundle gives the pipeline on Databricks
+        assert load_settings(target).to_conf()["exactly_once.kafka.isolation_level"] == \
+            "read_committed"
+
+
 @pytest.mark.parametrize("key, value, message", [
     ("exactly_once.kafka.bootstrap_servers", "", "exactly_once.kafka.bootstrap_servers is missing"),
     ("exactly_once.topics.orders.watermark_delay", "soon",
@@ -23,6 +30,8 @@ def test_local_settings_round_trip_through_spark_conf_keys():
      "exactly_once.kafka.max_offsets_per_trigger must be an integer"),
     ("exactly_once.kafka.fail_on_data_loss", "maybe",
      "exactly_once.kafka.fail_on_data_loss must be true or false"),
+    ("exactly_once.kafka.isolation_level", "READ_COMMITTED",
+     "exactly_once.kafka.isolation_level must be one of read_committed, read_uncommitted"),
     ("exactly_once.topics.orders.rules", "[1, 2]", "exactly_once.topics.orders.rules must map"),
     ("exactly_once.source", "s3://bucket", "exactly_once.source must be"),
     ("exactly_once.topics.orders.max_clock_skew", "a bit",

@@ -29,6 +29,9 @@ FILE_SOURCE = "file:"  # `file:PATH`: kcat dumps instead of Kafka (local replays
 _INTERVAL = re.compile(r"^\d+\s+(second|minute|hour|day)s?$")
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+# read_committed skips the records of aborted transactions (and of open ones, until they end);
+# read_uncommitted, Kafka's default, delivers them as if they had happened.
+ISOLATION_LEVELS = ("read_committed", "read_uncommitted")
 # The plausibility rule every topic with a `max_clock_skew` gets, after its configured rules.
 OCCURRED_AT_IN_FUTURE = "occurred_at_in_future"
 
@@ -51,6 +54,7 @@ class KafkaSettings:
     starting_offsets: str = "earliest"
     max_offsets_per_trigger: int | None = None
     fail_on_data_loss: bool = True
+    isolation_level: str = "read_committed"
     security_protocol: str = "PLAINTEXT"
     # SASL (used when security_protocol is SASL_*): the mechanism, and where the credentials live.
     # Never the credentials themselves: on Databricks they come from `secret_scope`
@@ -106,6 +110,7 @@ class Settings:
             f"{PREFIX}.kafka.starting_offsets": k.starting_offsets,
             f"{PREFIX}.kafka.max_offsets_per_trigger": str(k.max_offsets_per_trigger or ""),
             f"{PREFIX}.kafka.fail_on_data_loss": str(k.fail_on_data_loss).lower(),
+            f"{PREFIX}.kafka.isolation_level": k.isolation_level,
             f"{PREFIX}.kafka.security_protocol": k.security_protocol,
             f"{PREFIX}.kafka.sasl_mechanism": k.sasl_mechanism,
             f"{PREFIX}.kafka.secret_scope": k.secret_scope,
@@ -144,6 +149,7 @@ class Settings:
         def as_list(key: str) -> tuple[str, ...]:
             return tuple(v.strip() for v in optional(key, "").split(",") if v.strip())
 
+        defaults = KafkaSettings  # its class attributes are the fields' defaults
         kafka = KafkaSettings(
             bootstrap_servers=required("kafka.bootstrap_servers"),
             starting_offsets=optional("kafka.starting_offsets", "earliest"),
@@ -151,6 +157,9 @@ class Settings:
                                             optional("kafka.max_offsets_per_trigger", "")),
             fail_on_data_loss=_as_bool("kafka.fail_on_data_loss",
                                        optional("kafka.fail_on_data_loss", "true")),
+            isolation_level=_one_of("kafka.isolation_level",
+                                    optional("kafka.isolation_level", defaults.isolation_level),
+                                    ISOLATION_LEVELS),
             security_protocol=_one_of("kafka.security_protocol",
                                       optional("kafka.security_protocol", "PLAINTEXT"),
                                       SECURITY_PROTOCOLS),

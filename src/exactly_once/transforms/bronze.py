@@ -30,6 +30,9 @@ def read_kafka(spark: SparkSession, settings: Settings) -> DataFrame:
         .option("startingOffsets", kafka.starting_offsets)
         .option("failOnDataLoss", str(kafka.fail_on_data_loss).lower())
         .option("includeHeaders", "true")
+        # read_committed: the driver's end offsets stop at the last stable offset and the
+        # tasks skip aborted records and transaction markers (conf/base.yml).
+        .option("kafka.isolation.level", kafka.isolation_level)
         # PLAINTEXT locally; SASL credentials from a secret scope / env vars, never from conf.
         .options(**kafka_security_options(kafka))
     )
