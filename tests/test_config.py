@@ -2,7 +2,13 @@ from pathlib import Path
 
 import pytest
 
-from exactly_once.config import Settings, TableQuality, load_quality, load_settings
+from exactly_once.config import (
+    Settings,
+    TableQuality,
+    load_quality,
+    load_settings,
+    setting_overrides,
+)
 from exactly_once.errors import SettingsError
 
 
@@ -43,6 +49,18 @@ def test_a_bad_setting_fails_naming_its_key(key, value, message):
     conf = load_settings("local").to_conf() | {key: value}
     with pytest.raises(SettingsError, match=message):
         Settings.from_conf(conf.get)
+
+
+def test_set_overrides_a_setting_for_one_run_and_refuses_unknown_keys():
+    overrides = setting_overrides(["kafka.fail_on_data_loss=false",
+                                   "kafka.max_offsets_per_trigger = 2"])
+    settings = load_settings("local", overrides=overrides)
+    assert not settings.kafka.fail_on_data_loss and settings.kafka.max_offsets_per_trigger == 2
+    for wrong in ["kafka.fail_on_dataloss=false", "kafka.fail_on_data_loss", "=1"]:
+        with pytest.raises(SettingsError, match="expected KEY=VALUE with KEY a setting of conf/"):
+            setting_overrides([wrong])
+    with pytest.raises(SettingsError, match="fail_on_data_loss must be true or false"):
+        load_settings("local", overrides=setting_overrides(["kafka.fail_on_data_loss=no"]))
 
 
 def test_unknown_target_lists_the_known_ones():

@@ -18,7 +18,13 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from exactly_once.config import Settings, check_source, load_settings, resolve_source
+from exactly_once.config import (
+    Settings,
+    check_source,
+    load_settings,
+    resolve_source,
+    setting_overrides,
+)
 from exactly_once.errors import CliError, ExactlyOnceError, SettingsError
 from exactly_once.paths import BROKER_DIR, DEFAULT_WAREHOUSE
 
@@ -28,7 +34,7 @@ TOPIC_PARTITIONS = 2
 
 
 def _settings(args: argparse.Namespace) -> Settings:
-    overrides = {}
+    overrides = setting_overrides(getattr(args, "overrides", []), args.target)
     if getattr(args, "bootstrap_servers", None):
         overrides["exactly_once.kafka.bootstrap_servers"] = args.bootstrap_servers
     if getattr(args, "source", None):
@@ -272,6 +278,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="reset and recompute every table that allows it "
                      "(pipelines.reset.allowed)")
     run.add_argument("--bootstrap-servers")
+    run.add_argument("--set", dest="overrides", action="append", default=[],
+                     metavar="KEY=VALUE", help="a setting of conf/ for this update only, e.g. "
+                     "kafka.fail_on_data_loss=false")
     run.add_argument("--quiet", action="store_true", help="no per-batch progress")
     run.set_defaults(handler=cmd_run)
 

@@ -13,7 +13,7 @@ import glob
 import json
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -296,6 +296,23 @@ def load_settings(target: str = "local", conf_dir: Path = CONF_DIR,
     """Settings for a target from conf/base.yml + conf/targets/<target>.yml (+ flat overrides)."""
     flat = _flatten_yaml(_target_document(target, conf_dir)) | dict(overrides or {})
     return Settings.from_conf(flat.get)
+
+
+def setting_overrides(assignments: Sequence[str], target: str = "local",
+                      conf_dir: Path = CONF_DIR) -> dict[str, str]:
+    """`KEY=VALUE` assignments of settings, keys as in conf/ (`kafka.fail_on_data_loss=false`),
+    as the flat overrides `load_settings` takes. A key the settings do not have is an error, not
+    a setting silently ignored; the values are checked when the settings are loaded."""
+    known = load_settings(target, conf_dir).to_conf()
+    overrides = {}
+    for assignment in assignments:
+        key, equals, value = assignment.partition("=")
+        flat = f"{PREFIX}.{key.strip()}"
+        if not equals or flat not in known:
+            raise SettingsError(f"cannot set {assignment!r}: expected KEY=VALUE with KEY a "
+                                "setting of conf/, e.g. kafka.fail_on_data_loss=false")
+        overrides[flat] = value.strip()
+    return overrides
 
 
 @dataclass(frozen=True)
