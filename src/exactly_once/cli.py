@@ -26,7 +26,7 @@ from exactly_once.config import (
     setting_overrides,
 )
 from exactly_once.errors import CliError, ExactlyOnceError, SettingsError
-from exactly_once.paths import BROKER_DIR, DEFAULT_WAREHOUSE
+from exactly_once.paths import BROKER_DIR, DEFAULT_WAREHOUSE, SPARK_LOG
 
 # Partitions per topic when the CLI creates them: more than one, so ordering across partitions
 # is exercised as in production.
@@ -129,7 +129,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from exactly_once.local.session import build_session
 
     progress = Progress(quiet=args.quiet)
-    spark = build_session(args.warehouse, log_level="OFF")
+    spark = build_session(args.warehouse, log_level="OFF", jvm_log=SPARK_LOG)
     try:
         result = run_pipeline(spark, settings, args.warehouse,
                               full_refresh=args.full_refresh_all or _flat(args.full_refresh),
@@ -147,7 +147,8 @@ def _quality_session(args: argparse.Namespace):
     if args.warehouse is not None or args.target == "local":
         from exactly_once.local.session import build_session
 
-        return build_session(args.warehouse or DEFAULT_WAREHOUSE, log_level="OFF")
+        return build_session(args.warehouse or DEFAULT_WAREHOUSE, log_level="OFF",
+                             jvm_log=SPARK_LOG)
     from pyspark.sql import SparkSession
 
     return SparkSession.builder.getOrCreate()
