@@ -38,6 +38,11 @@ def test_the_kafka_source_reads_only_committed_transactions_by_default():
      "exactly_once.kafka.fail_on_data_loss must be true or false"),
     ("exactly_once.kafka.isolation_level", "READ_COMMITTED",
      "exactly_once.kafka.isolation_level must be one of read_committed, read_uncommitted"),
+    ("exactly_once.kafka.poll_timeout_ms", "0",
+     "exactly_once.kafka.poll_timeout_ms must be a positive integer"),
+    ("exactly_once.kafka.request_timeout_ms", "30000",
+     r"exactly_once.kafka.default_api_timeout_ms \(20000\) must be at least "
+     r"exactly_once.kafka.request_timeout_ms \(30000\)"),
     ("exactly_once.topics.orders.rules", "[1, 2]", "exactly_once.topics.orders.rules must map"),
     ("exactly_once.source", "s3://bucket", "exactly_once.source must be"),
     ("exactly_once.topics.orders.max_clock_skew", "a bit",

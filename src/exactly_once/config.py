@@ -55,6 +55,13 @@ class KafkaSettings:
     max_offsets_per_trigger: int | None = None
     fail_on_data_loss: bool = True
     isolation_level: str = "read_committed"
+    # How long the source waits for a broker that does not answer (conf/base.yml says how they
+    # bound a failed update): one request, one consumer or admin call with its retries, one
+    # task's poll for records, and how many times the driver retries its offset look-ups.
+    request_timeout_ms: int = 10_000
+    default_api_timeout_ms: int = 20_000
+    poll_timeout_ms: int = 20_000
+    fetch_offset_retries: int = 3
     security_protocol: str = "PLAINTEXT"
     # SASL (used when security_protocol is SASL_*): the mechanism, and where the credentials live.
     # Never the credentials themselves: on Databricks they come from `secret_scope`
@@ -111,6 +118,10 @@ class Settings:
             f"{PREFIX}.kafka.max_offsets_per_trigger": str(k.max_offsets_per_trigger or ""),
             f"{PREFIX}.kafka.fail_on_data_loss": str(k.fail_on_data_loss).lower(),
             f"{PREFIX}.kafka.isolation_level": k.isolation_level,
+            f"{PREFIX}.kafka.request_timeout_ms": str(k.request_timeout_ms),
+            f"{PREFIX}.kafka.default_api_timeout_ms": str(k.default_api_timeout_ms),
+            f"{PREFIX}.kafka.poll_timeout_ms": str(k.poll_timeout_ms),
+            f"{PREFIX}.kafka.fetch_offset_retries": str(k.fetch_offset_retries),
             f"{PREFIX}.kafka.security_protocol": k.security_protocol,
             f"{PREFIX}.kafka.sasl_mechanism": k.sasl_mechanism,
             f"{PREFIX}.kafka.secret_scope": k.secret_scope,
@@ -149,6 +160,13 @@ class Settings:
         def as_list(key: str) -> tuple[str, ...]:
             return tuple(v.strip() for v in optional(key, "").split(",") if v.strip())
 
+        def positive(key: str, default: int) -> int:
+            value = _as_int(f"kafka.{key}", optional(f"kafka.{key}", str(default)))
+            if value is None or value <= 0:
+                raise SettingsError(f"setting {PREFIX}.kafka.{key} must be a positive integer, "
+                                    f"got {value!r}")
+            return value
+
         defaults = KafkaSettings  # its class attributes are the fields' defaults
         kafka = KafkaSettings(
             bootstrap_servers=required("kafka.bootstrap_servers"),
@@ -160,6 +178,11 @@ class Settings:
             isolation_level=_one_of("kafka.isolation_level",
                                     optional("kafka.isolation_level", defaults.isolation_level),
                                     ISOLATION_LEVELS),
+            request_timeout_ms=positive("request_timeout_ms", defaults.request_timeout_ms),
+            default_api_timeout_ms=positive("default_api_timeout_ms",
+                                            defaults.default_api_timeout_ms),
+            poll_timeout_ms=positive("poll_timeout_ms", defaults.poll_timeout_ms),
+            fetch_offset_retries=positive("fetch_offset_retries", defaults.fetch_offset_retries),
             security_protocol=_one_of("kafka.security_protocol",
                                       optional("kafka.security_protocol", "PLAINTEXT"),
                                       SECURITY_PROTOCOLS),
@@ -169,6 +192,11 @@ class Settings:
             sasl_username_key=optional("kafka.sasl_username_key", "kafka-sasl-username"),
             sasl_password_key=optional("kafka.sasl_password_key", "kafka-sasl-password"),
         )
+        if kafka.default_api_timeout_ms < kafka.request_timeout_ms:
+            # Kafka's admin client would silently raise it to the request timeout.
+            raise SettingsError(f"setting {PREFIX}.kafka.default_api_timeout_ms "
+                                f"({kafka.default_api_timeout_ms}) must be at least "
+                                f"{PREFIX}.kafka.request_timeout_ms ({kafka.request_timeout_ms})")
         topics = {}
         for name in required("topics").split(","):
             p = f"topics.{name.strip()}"

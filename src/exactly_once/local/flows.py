@@ -17,15 +17,14 @@ from exactly_once.errors import FlowError
 from exactly_once.local.auto_cdc.changes import CdcBatchStats
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.auto_cdc.writer import scd_type_of
-from exactly_once.local.expectations import failure_message
+from exactly_once.local.failures import flow_failure
 from exactly_once.local.progress import FlowResult, Progress
 from exactly_once.local.warehouse import Warehouse, delta_version, rows_written
 
 
 def _flow_error(flow: str, err: BaseException) -> FlowError:
-    """The failed expectation (name, dataset, record) if that stopped it, else the first line."""
-    return FlowError(f"flow `{flow}` failed: "
-                     f"{failure_message(err) or str(err).splitlines()[0]}")
+    """One line saying what stopped the flow and what to do (failures.py)."""
+    return flow_failure(flow, err)
 
 
 def _await(query: StreamingQuery, result: FlowResult, progress: Progress) -> None:
