@@ -35,7 +35,7 @@ _UNAVAILABLE = re.compile(
     r"NetworkException): |java\.util\.concurrent\.TimeoutException: (?=Cannot fetch record))"
     r"(.*?)(?: SQLSTATE: \w+)?$", re.MULTILINE)
 # Every data-loss report of the Kafka source (Spark's KAFKA_DATA_LOSS conditions and its
-# driver-side checks) says this; what follows "Reason:" (or precedes it) is the detail.
+# driver-side checks) says this; in the conditions, Spark's detail follows "Reason:".
 _DATA_LOSS = "not available in Kafka any more"
 _REASON = re.compile(r"Reason: (.*?)(?: SQLSTATE: \w+)?$", re.MULTILINE)
 # The failed query's description: `Current Committed Offsets: {KafkaV2[Subscribe[a, b]]: {json}}`,
