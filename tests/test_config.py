@@ -2,7 +2,13 @@ from pathlib import Path
 
 import pytest
 
-from exactly_once.config import Settings, TableQuality, load_quality, load_settings
+from exactly_once.config import (
+    Settings,
+    TableQuality,
+    load_quality,
+    load_settings,
+    setting_overrides,
+)
 from exactly_once.errors import SettingsError
 
 
@@ -15,6 +21,13 @@ def test_local_settings_round_trip_through_spark_conf_keys():
     assert "has_event_id" in settings.topic("player_rewards").rules
 
 
+def test_the_kafka_source_reads_only_committed_transactions_by_default():
+    assert load_settings("local").kafka.isolation_level == "read_committed"
+    for target in ("dev", "prod"):  # what the bundle gives the pipeline on Databricks
+        assert load_settings(target).to_conf()["exactly_once.kafka.isolation_level"] == \
+            "read_committed"
+
+
 @pytest.mark.parametrize("key, value, message", [
     ("exactly_once.kafka.bootstrap_servers", "", "exactly_once.kafka.bootstrap_servers is missing"),
     ("exactly_once.topics.orders.watermark_delay", "soon",
@@ -23,6 +36,13 @@ def test_local_settings_round_trip_through_spark_conf_keys():
      "exactly_once.kafka.max_offsets_per_trigger must be an integer"),
     ("exactly_once.kafka.fail_on_data_loss", "maybe",
      "exactly_once.kafka.fail_on_data_loss must be true or false"),
+    ("exactly_once.kafka.isolation_level", "READ_COMMITTED",
+     "exactly_once.kafka.isolation_level must be one of read_committed, read_uncommitted"),
+    ("exactly_once.kafka.poll_timeout_ms", "0",
+     "exactly_once.kafka.poll_timeout_ms must be a positive integer"),
+    ("exactly_once.kafka.request_timeout_ms", "30000",
+     r"exactly_once.kafka.default_api_timeout_ms \(20000\) must be at least "
+     r"exactly_once.kafka.request_timeout_ms \(30000\)"),
     ("exactly_once.topics.orders.rules", "[1, 2]", "exactly_once.topics.orders.rules must map"),
     ("exactly_once.source", "s3://bucket", "exactly_once.source must be"),
     ("exactly_once.topics.orders.max_clock_skew", "a bit",
@@ -34,6 +54,18 @@ def test_a_bad_setting_fails_naming_its_key(key, value, message):
     conf = load_settings("local").to_conf() | {key: value}
     with pytest.raises(SettingsError, match=message):
         Settings.from_conf(conf.get)
+
+
+def test_set_overrides_a_setting_for_one_run_and_refuses_unknown_keys():
+    overrides = setting_overrides(["kafka.fail_on_data_loss=false",
+                                   "kafka.max_offsets_per_trigger = 2"])
+    settings = load_settings("local", overrides=overrides)
+    assert not settings.kafka.fail_on_data_loss and settings.kafka.max_offsets_per_trigger == 2
+    for wrong in ["kafka.fail_on_dataloss=false", "kafka.fail_on_data_loss", "=1"]:
+        with pytest.raises(SettingsError, match="expected KEY=VALUE with KEY a setting of conf/"):
+            setting_overrides([wrong])
+    with pytest.raises(SettingsError, match="fail_on_data_loss must be true or false"):
+        load_settings("local", overrides=setting_overrides(["kafka.fail_on_data_loss=no"]))
 
 
 def test_unknown_target_lists_the_known_ones():

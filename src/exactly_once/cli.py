@@ -18,9 +18,15 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from exactly_once.config import Settings, check_source, load_settings, resolve_source
+from exactly_once.config import (
+    Settings,
+    check_source,
+    load_settings,
+    resolve_source,
+    setting_overrides,
+)
 from exactly_once.errors import CliError, ExactlyOnceError, SettingsError
-from exactly_once.paths import BROKER_DIR, DEFAULT_WAREHOUSE
+from exactly_once.paths import BROKER_DIR, DEFAULT_WAREHOUSE, SPARK_LOG
 
 # Partitions per topic when the CLI creates them: more than one, so ordering across partitions
 # is exercised as in production.
@@ -28,7 +34,7 @@ TOPIC_PARTITIONS = 2
 
 
 def _settings(args: argparse.Namespace) -> Settings:
-    overrides = {}
+    overrides = setting_overrides(getattr(args, "overrides", []), args.target)
     if getattr(args, "bootstrap_servers", None):
         overrides["exactly_once.kafka.bootstrap_servers"] = args.bootstrap_servers
     if getattr(args, "source", None):
@@ -123,7 +129,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from exactly_once.local.session import build_session
 
     progress = Progress(quiet=args.quiet)
-    spark = build_session(args.warehouse, log_level="OFF")
+    spark = build_session(args.warehouse, log_level="OFF", jvm_log=SPARK_LOG)
     try:
         result = run_pipeline(spark, settings, args.warehouse,
                               full_refresh=args.full_refresh_all or _flat(args.full_refresh),
@@ -141,7 +147,8 @@ def _quality_session(args: argparse.Namespace):
     if args.warehouse is not None or args.target == "local":
         from exactly_once.local.session import build_session
 
-        return build_session(args.warehouse or DEFAULT_WAREHOUSE, log_level="OFF")
+        return build_session(args.warehouse or DEFAULT_WAREHOUSE, log_level="OFF",
+                             jvm_log=SPARK_LOG)
     from pyspark.sql import SparkSession
 
     return SparkSession.builder.getOrCreate()
@@ -272,6 +279,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="reset and recompute every table that allows it "
                      "(pipelines.reset.allowed)")
     run.add_argument("--bootstrap-servers")
+    run.add_argument("--set", dest="overrides", action="append", default=[],
+                     metavar="KEY=VALUE", help="a setting of conf/ for this update only, e.g. "
+                     "kafka.fail_on_data_loss=false")
     run.add_argument("--quiet", action="store_true", help="no per-batch progress")
     run.set_defaults(handler=cmd_run)
 

@@ -13,7 +13,7 @@ import glob
 import json
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,9 @@ FILE_SOURCE = "file:"  # `file:PATH`: kcat dumps instead of Kafka (local replays
 _INTERVAL = re.compile(r"^\d+\s+(second|minute|hour|day)s?$")
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+# read_committed skips the records of aborted transactions (and of open ones, until they end);
+# read_uncommitted, Kafka's default, delivers them as if they had happened.
+ISOLATION_LEVELS = ("read_committed", "read_uncommitted")
 # The plausibility rule every topic with a `max_clock_skew` gets, after its configured rules.
 OCCURRED_AT_IN_FUTURE = "occurred_at_in_future"
 
@@ -51,6 +54,14 @@ class KafkaSettings:
     starting_offsets: str = "earliest"
     max_offsets_per_trigger: int | None = None
     fail_on_data_loss: bool = True
+    isolation_level: str = "read_committed"
+    # How long the source waits for a broker that does not answer (conf/base.yml says how they
+    # bound a failed update): one request, one consumer or admin call with its retries, one
+    # task's poll for records, and how many times the driver retries its offset look-ups.
+    request_timeout_ms: int = 10_000
+    default_api_timeout_ms: int = 20_000
+    poll_timeout_ms: int = 20_000
+    fetch_offset_retries: int = 3
     security_protocol: str = "PLAINTEXT"
     # SASL (used when security_protocol is SASL_*): the mechanism, and where the credentials live.
     # Never the credentials themselves: on Databricks they come from `secret_scope`
@@ -106,6 +117,11 @@ class Settings:
             f"{PREFIX}.kafka.starting_offsets": k.starting_offsets,
             f"{PREFIX}.kafka.max_offsets_per_trigger": str(k.max_offsets_per_trigger or ""),
             f"{PREFIX}.kafka.fail_on_data_loss": str(k.fail_on_data_loss).lower(),
+            f"{PREFIX}.kafka.isolation_level": k.isolation_level,
+            f"{PREFIX}.kafka.request_timeout_ms": str(k.request_timeout_ms),
+            f"{PREFIX}.kafka.default_api_timeout_ms": str(k.default_api_timeout_ms),
+            f"{PREFIX}.kafka.poll_timeout_ms": str(k.poll_timeout_ms),
+            f"{PREFIX}.kafka.fetch_offset_retries": str(k.fetch_offset_retries),
             f"{PREFIX}.kafka.security_protocol": k.security_protocol,
             f"{PREFIX}.kafka.sasl_mechanism": k.sasl_mechanism,
             f"{PREFIX}.kafka.secret_scope": k.secret_scope,
@@ -144,6 +160,14 @@ class Settings:
         def as_list(key: str) -> tuple[str, ...]:
             return tuple(v.strip() for v in optional(key, "").split(",") if v.strip())
 
+        def positive(key: str, default: int) -> int:
+            value = _as_int(f"kafka.{key}", optional(f"kafka.{key}", str(default)))
+            if value is None or value <= 0:
+                raise SettingsError(f"setting {PREFIX}.kafka.{key} must be a positive integer, "
+                                    f"got {value!r}")
+            return value
+
+        defaults = KafkaSettings  # its class attributes are the fields' defaults
         kafka = KafkaSettings(
             bootstrap_servers=required("kafka.bootstrap_servers"),
             starting_offsets=optional("kafka.starting_offsets", "earliest"),
@@ -151,6 +175,14 @@ class Settings:
                                             optional("kafka.max_offsets_per_trigger", "")),
             fail_on_data_loss=_as_bool("kafka.fail_on_data_loss",
                                        optional("kafka.fail_on_data_loss", "true")),
+            isolation_level=_one_of("kafka.isolation_level",
+                                    optional("kafka.isolation_level", defaults.isolation_level),
+                                    ISOLATION_LEVELS),
+            request_timeout_ms=positive("request_timeout_ms", defaults.request_timeout_ms),
+            default_api_timeout_ms=positive("default_api_timeout_ms",
+                                            defaults.default_api_timeout_ms),
+            poll_timeout_ms=positive("poll_timeout_ms", defaults.poll_timeout_ms),
+            fetch_offset_retries=positive("fetch_offset_retries", defaults.fetch_offset_retries),
             security_protocol=_one_of("kafka.security_protocol",
                                       optional("kafka.security_protocol", "PLAINTEXT"),
                                       SECURITY_PROTOCOLS),
@@ -160,6 +192,11 @@ class Settings:
             sasl_username_key=optional("kafka.sasl_username_key", "kafka-sasl-username"),
             sasl_password_key=optional("kafka.sasl_password_key", "kafka-sasl-password"),
         )
+        if kafka.default_api_timeout_ms < kafka.request_timeout_ms:
+            # Kafka's admin client would silently raise it to the request timeout.
+            raise SettingsError(f"setting {PREFIX}.kafka.default_api_timeout_ms "
+                                f"({kafka.default_api_timeout_ms}) must be at least "
+                                f"{PREFIX}.kafka.request_timeout_ms ({kafka.request_timeout_ms})")
         topics = {}
         for name in required("topics").split(","):
             p = f"topics.{name.strip()}"
@@ -287,6 +324,23 @@ def load_settings(target: str = "local", conf_dir: Path = CONF_DIR,
     """Settings for a target from conf/base.yml + conf/targets/<target>.yml (+ flat overrides)."""
     flat = _flatten_yaml(_target_document(target, conf_dir)) | dict(overrides or {})
     return Settings.from_conf(flat.get)
+
+
+def setting_overrides(assignments: Sequence[str], target: str = "local",
+                      conf_dir: Path = CONF_DIR) -> dict[str, str]:
+    """`KEY=VALUE` assignments of settings, keys as in conf/ (`kafka.fail_on_data_loss=false`),
+    as the flat overrides `load_settings` takes. A key the settings do not have is an error, not
+    a setting silently ignored; the values are checked when the settings are loaded."""
+    known = load_settings(target, conf_dir).to_conf()
+    overrides = {}
+    for assignment in assignments:
+        key, equals, value = assignment.partition("=")
+        flat = f"{PREFIX}.{key.strip()}"
+        if not equals or flat not in known:
+            raise SettingsError(f"cannot set {assignment!r}: expected KEY=VALUE with KEY a "
+                                "setting of conf/, e.g. kafka.fail_on_data_loss=false")
+        overrides[flat] = value.strip()
+    return overrides
 
 
 @dataclass(frozen=True)

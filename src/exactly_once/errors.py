@@ -62,6 +62,15 @@ class FlowError(ExactlyOnceError, RuntimeError):
     """A flow failed; the message names it."""
 
 
+class SourceUnavailableError(FlowError):
+    """A flow's source, the Kafka broker, stopped answering; the message names the broker."""
+
+
+class DataLossError(FlowError):
+    """Kafka no longer has records the pipeline had not read (retention, a deleted topic); the
+    message names the topic, partitions and offsets."""
+
+
 # -- quality tooling -----------------------------------------------------------------------------
 class QualityError(ExactlyOnceError):
     """Validation or the dashboard could not run (missing table...); the message says why."""

@@ -13,6 +13,9 @@ JARS_DIR = PROJECT_ROOT / ".cache" / "jars"
 LOCAL_DIR = Path(os.environ.get("EXACTLY_ONCE_HOME", PROJECT_ROOT / ".local"))
 DEFAULT_WAREHOUSE = LOCAL_DIR / "warehouse"
 BROKER_DIR = LOCAL_DIR / "kafka"
+# What the Spark JVM a command starts prints itself (start-up notes, anything outside its log
+# level), appended; the command's own stderr keeps only its messages.
+SPARK_LOG = LOCAL_DIR / "logs" / "spark.log"
 
 
 def pipeline_files(root: Path = PIPELINES_DIR) -> list[Path]:

@@ -15,6 +15,7 @@ Several homes can run side by side on different ports (the tests do this).
 from __future__ import annotations
 
 import base64
+import concurrent.futures
 import json
 import logging
 import os
@@ -27,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from exactly_once.errors import BrokerError
 from exactly_once.paths import BROKER_DIR, JARS_DIR
@@ -149,6 +150,9 @@ def _server_properties(home: Path, port: int, controller_port: int) -> str:
         # Generated streams carry fixed (possibly old) event timestamps: time-based retention
         # would silently delete them, and timestamp bounds would reject them.
         "log.retention.ms": "-1",
+        # A topic given a short retention (the data-loss tests) loses its old segments within
+        # seconds, not the default 5 minutes; with no retention the check costs nothing.
+        "log.retention.check.interval.ms": "1000",
         "log.message.timestamp.before.max.ms": str(2**63 - 1),
         "log.message.timestamp.after.max.ms": str(2**63 - 1),
     }
@@ -230,6 +234,22 @@ def require_reachable(bootstrap: str, timeout: float = 5) -> None:
     except KafkaException:
         raise BrokerError(f"cannot reach Kafka at {bootstrap}; start the local broker with "
                           "`exactly-once broker start`") from None
+
+
+def log_start_offsets(bootstrap: str, partitions: list[tuple[str, int]],
+                      timeout: float = 5) -> dict[tuple[str, int], int]:
+    """(topic, partition) -> the first offset the partition still holds: 0 until retention (or
+    a records deletion) removes its oldest records, then the first one left."""
+    requests = {TopicPartition(topic, partition): OffsetSpec.earliest()
+                for topic, partition in partitions}
+    admin = _admin(bootstrap)  # kept until the answers are in: a dropped client drops them
+    try:
+        futures = admin.list_offsets(requests, request_timeout=timeout)
+        return {(tp.topic, tp.partition): future.result(timeout=timeout + 5).offset
+                for tp, future in futures.items()}
+    except (KafkaException, concurrent.futures.TimeoutError) as exc:
+        raise BrokerError(f"cannot read the log start offsets from Kafka at {bootstrap}: "
+                          f"{exc.args[0] if exc.args else 'no answer'}") from None
 
 
 def _wait_ready(pid: int, port: int, home: Path, deadline: float) -> None:

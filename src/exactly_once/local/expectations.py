@@ -192,6 +192,12 @@ def _all_true(conditions: list[Column]) -> Column:
 
 def failure_message(err: BaseException) -> str | None:
     """The expectation failure inside a (streaming) query error, if that is what stopped it."""
+    match = _FAILURE.search(error_text(err))
+    return match.group(1) if match else None
+
+
+def error_text(err: BaseException) -> str:
+    """Everything an error says: its message, its causes', and the JVM causes behind them."""
     texts, seen = [], set()
     pending: list[BaseException | None] = [err]
     while pending:
@@ -210,5 +216,4 @@ def failure_message(err: BaseException) -> str | None:
                 java = java.getCause()
             except Exception:
                 break
-    match = _FAILURE.search("\n".join(texts))
-    return match.group(1) if match else None
+    return "\n".join(texts)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pyspark
@@ -35,9 +39,31 @@ def spark_jars(jars_dir: Path | None = None) -> list[str]:
     return [str(j) for j in jars if _artifact(j) not in bundled]
 
 
+@contextmanager
+def _stderr_into(log: Path | None) -> Iterator[None]:
+    """While the JVM starts, this process's stderr (file descriptor 2) is `log`: the JVM, and
+    the Python workers it starts, inherit it and keep writing there; this process gets its own
+    stderr back. None leaves stderr alone."""
+    if log is None:
+        yield
+        return
+    log.parent.mkdir(parents=True, exist_ok=True)
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with log.open("ab") as out:
+            os.dup2(out.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 def build_session(warehouse: Path, app_name: str = "exactly-once", shuffle_partitions: int = 4,
                   extra_conf: dict[str, str] | None = None,
-                  log_level: str = "ERROR") -> SparkSession:
+                  log_level: str = "ERROR", jvm_log: Path | None = None) -> SparkSession:
+    """The session; `jvm_log`: where the JVM's own stderr goes (its start-up notes, anything it
+    prints outside `log_level`), for a command whose stderr must hold only its own messages."""
     builder = (
         SparkSession.builder.master("local[2]")
         .appName(app_name)
@@ -73,6 +99,7 @@ def build_session(warehouse: Path, app_name: str = "exactly-once", shuffle_parti
     )
     for key, value in (extra_conf or {}).items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    with _stderr_into(jvm_log):
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(log_level)
     return spark

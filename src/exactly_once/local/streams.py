@@ -18,7 +18,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql.streaming import StreamingQuery
 
 from exactly_once.errors import FlowError
-from exactly_once.local.expectations import failure_message
+from exactly_once.local.failures import flow_failure
 from exactly_once.local.progress import FlowResult, Progress
 from exactly_once.local.timeline import Timeline
 
@@ -50,9 +50,8 @@ def query_id(checkpoint: Path) -> str:
 
 
 def flow_error(flow: str, err: BaseException) -> FlowError:
-    """The failed expectation (name, dataset, record) if that stopped it, else the first line."""
-    return FlowError(f"flow `{flow}` failed: "
-                     f"{failure_message(err) or str(err).splitlines()[0]}")
+    """One line saying what stopped the flow and what to do (failures.py)."""
+    return flow_failure(flow, err)
 
 
 def run_available_now(df: DataFrame, name: str, checkpoint: Path, handle: BatchHandler,

@@ -30,6 +30,14 @@ def read_kafka(spark: SparkSession, settings: Settings) -> DataFrame:
         .option("startingOffsets", kafka.starting_offsets)
         .option("failOnDataLoss", str(kafka.fail_on_data_loss).lower())
         .option("includeHeaders", "true")
+        # read_committed: the driver's end offsets stop at the last stable offset and the
+        # tasks skip aborted records and transaction markers (conf/base.yml).
+        .option("kafka.isolation.level", kafka.isolation_level)
+        # A broker that does not answer fails the update within a bounded time (conf/base.yml).
+        .option("kafka.request.timeout.ms", str(kafka.request_timeout_ms))
+        .option("kafka.default.api.timeout.ms", str(kafka.default_api_timeout_ms))
+        .option("kafkaConsumer.pollTimeoutMs", str(kafka.poll_timeout_ms))
+        .option("fetchOffset.numRetries", str(kafka.fetch_offset_retries))
         # PLAINTEXT locally; SASL credentials from a secret scope / env vars, never from conf.
         .options(**kafka_security_options(kafka))
     )

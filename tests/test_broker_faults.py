@@ -1,0 +1,205 @@
+"""Broker faults, through `exactly-once run` as a user meets them: the broker SIGKILLed in the
+middle of an update, and records that retention deleted before the pipeline read them.
+
+Each failed update ends within a bound with one line on stderr (exit 1, no traceback) saying what
+happened and what to do, and doing that leads to the tables the model expects. The failing run
+is the real CLI in a process of its own (its stderr is what a user sees); the runs around it run
+in-process (`run_pipeline`, the same update without a second JVM start).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+from helpers import order, reward
+from reference import Delivered
+from test_cli_errors import covers, only_error_line
+from test_end_to_end import assert_tables_match, consume_all
+
+from exactly_once.config import load_settings
+from exactly_once.errors import DataLossError, SourceUnavailableError
+from exactly_once.kafka import broker
+from exactly_once.kafka.kcat import KafkaRecord
+from exactly_once.kafka.producer import produce_records
+from exactly_once.local.pipeline import run_pipeline
+
+pytestmark = pytest.mark.kafka
+
+TOPICS = ["orders", "player-rewards"]  # conf/base.yml's: the CLI reads them
+NOW = datetime.now(timezone.utc).replace(microsecond=0) - timedelta(minutes=30)
+# From the SIGKILL to the command's exit. The settings bound the wait for the dead broker to
+# fetch_offset_retries x (default_api_timeout_ms + 1 s) = 63 s on the driver, or
+# poll_timeout_ms + default_api_timeout_ms = 40 s in a task; the rest is the update failing its
+# other flows, writing the event log and stopping Spark on a busy machine. Kafka's and Spark's
+# defaults took 205 s here (3 x 60 s of admin calls, then the same).
+KILL_TO_EXIT_BOUND = 120
+
+
+@pytest.fixture
+def own_broker(tmp_path):
+    """A broker this test may kill: the session's is shared with other tests."""
+    home = tmp_path / "kafka"
+    info = broker.start(port=broker.free_port(), home=home)
+    yield info
+    broker.stop(home)
+
+
+def cli(home: Path, *args: str) -> subprocess.Popen:
+    """`exactly-once ARGS` in a process group of its own, with its state (the JVM's log) under
+    `home`."""
+    return subprocess.Popen([sys.executable, "-m", "exactly_once.cli", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=os.environ | {"EXACTLY_ONCE_HOME": str(home)},
+                            start_new_session=True)
+
+
+def finish(process: subprocess.Popen, timeout: float) -> tuple[int, str]:
+    """The exit code and stderr of a command that must end within `timeout` seconds."""
+    try:
+        _, stderr = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        pytest.fail(f"the command did not end within {timeout:.0f}s")
+    assert "Traceback" not in stderr, stderr
+    return process.returncode, stderr
+
+
+def settings_for(bootstrap: str, **kafka: str):
+    return load_settings("local", overrides={
+        "exactly_once.kafka.bootstrap_servers": bootstrap,
+        **{f"exactly_once.kafka.{key}": value for key, value in kafka.items()}})
+
+
+def at(minutes: int) -> str:
+    return (NOW + timedelta(minutes=minutes)).isoformat().replace("+00:00", "Z")
+
+
+@covers(SourceUnavailableError)
+def test_a_broker_killed_mid_update_ends_it_in_one_line_and_the_next_run_completes(
+        spark, own_broker, tmp_path):
+    bootstrap = own_broker.bootstrap
+    broker.ensure_topics(bootstrap, dict.fromkeys(TOPICS, 2))
+    records = [KafkaRecord("orders", f"o{i}", json.dumps(order(
+        f"o{i}-{s}", f"o{i}", s, occurred_at=at(s)))) for i in range(3) for s in (1, 2)]
+    records += [KafkaRecord("player-rewards", f"p{i}", json.dumps(reward(
+        f"g{i}", f"p{i % 2}", 5, occurred_at=at(i)))) for i in range(4)]
+    produce_records(bootstrap, records)
+    warehouse = tmp_path / "warehouse"
+    # Micro-batches of 2 offsets: the broker dies after bronze's first, with more to read.
+    batch = "kafka.max_offsets_per_trigger=2"
+    run = cli(tmp_path / "home", "run", "--quiet", "--warehouse", str(warehouse),
+              "--bootstrap-servers", bootstrap, "--set", batch)
+    first_batch = warehouse / "bronze_kafka_events" / "_delta_log" / "00000000000000000001.json"
+    deadline = time.monotonic() + 300
+    while not first_batch.exists() and run.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert first_batch.exists(), "bronze committed its first micro-batch"
+    os.killpg(own_broker.pid, signal.SIGKILL)
+    killed = time.monotonic()
+
+    code, stderr = finish(run, timeout=KILL_TO_EXIT_BOUND + 60)
+    took = time.monotonic() - killed
+    assert code == 1
+    assert took < KILL_TO_EXIT_BOUND, f"the update ended {took:.0f}s after the broker died"
+    line = only_error_line(stderr)
+    assert line.startswith(f"flow `bronze_kafka_events` failed: Kafka at {bootstrap} stopped "
+                           "answering ("), line
+    assert "run the update again" in line, line
+    assert (tmp_path / "home" / "logs" / "spark.log").read_text(), "the JVM's notes went there"
+
+    broker.start(port=own_broker.port, home=own_broker.home)
+    run_pipeline(spark, settings_for(bootstrap), warehouse)
+    assert_tables_match(spark, warehouse, consume_all(bootstrap, TOPICS))
+
+
+def set_retention(bootstrap: str, topics: list[str], ms: str | None) -> None:
+    """Gives the topics a `retention.ms` of their own, or (None) the broker's back: keep all."""
+    admin = AdminClient(broker.client_config(bootstrap))
+    change = ConfigEntry("retention.ms", ms, incremental_operation=AlterConfigOpType.SET) \
+        if ms is not None else ConfigEntry("retention.ms", "",
+                                           incremental_operation=AlterConfigOpType.DELETE)
+    resources = [ConfigResource(ConfigResource.Type.TOPIC, name, incremental_configs=[change])
+                 for name in topics]
+    for future in admin.incremental_alter_configs(resources).values():
+        future.result(timeout=30)
+    expected = ms or "-1"
+    deadline = time.monotonic() + 30
+    while any(configs.result(timeout=30)["retention.ms"].value != expected
+              for configs in admin.describe_configs([
+                  ConfigResource(ConfigResource.Type.TOPIC, name) for name in topics]).values()):
+        assert time.monotonic() < deadline, "the broker did not apply the retention"
+        time.sleep(0.2)
+
+
+def wait_for_log_start(bootstrap: str, expected: dict[tuple[str, int], int],
+                       timeout: float = 60) -> None:
+    """Polls until retention has moved each partition's log start offset to `expected`."""
+    deadline = time.monotonic() + timeout
+    while (starts := broker.log_start_offsets(bootstrap, list(expected))) != expected:
+        if time.monotonic() > deadline:
+            pytest.fail(f"retention left the log start offsets at {starts}, not {expected}")
+        time.sleep(0.5)
+
+
+@covers(DataLossError)
+def test_records_deleted_by_retention_before_they_were_read_stop_the_update_in_one_line(
+        spark, own_broker, tmp_path):
+    bootstrap = own_broker.bootstrap
+    broker.ensure_topics(bootstrap, {"orders": 2, "player-rewards": 1})
+
+    def grant(i: int) -> KafkaRecord:
+        return KafkaRecord("player-rewards", "p1", json.dumps(reward(f"g{i}", "p1", i,
+                                                                     occurred_at=at(i))))
+
+    def upsert(order_id: str, sequence: int, partition: int) -> KafkaRecord:
+        return KafkaRecord("orders", order_id, json.dumps(order(
+            f"{order_id}-{sequence}", order_id, sequence, occurred_at=at(sequence))),
+            partition=partition)
+
+    # Read by the first update: offset 0 of each partition.
+    produce_records(bootstrap, [upsert("o1", 1, 0), upsert("o2", 1, 1), grant(1)])
+    warehouse = tmp_path / "warehouse"
+    run_pipeline(spark, settings_for(bootstrap), warehouse)
+
+    # Published next, then deleted by a 100 ms retention (the active segment too: the broker
+    # rolls it to delete it) before any update reads them; retention is then restored, and
+    # more records arrive after the gap.
+    produce_records(bootstrap, [upsert("o1", 2, 0), upsert("o1", 3, 0), upsert("o1", 4, 0),
+                                upsert("o2", 2, 1), upsert("o2", 3, 1),
+                                grant(2), grant(3), grant(4), grant(5)])
+    set_retention(bootstrap, TOPICS, "100")
+    wait_for_log_start(bootstrap, {("orders", 0): 4, ("orders", 1): 3, ("player-rewards", 0): 5})
+    set_retention(bootstrap, TOPICS, None)
+    produce_records(bootstrap, [upsert("o1", 5, 0), grant(6)])
+
+    run = cli(tmp_path / "home", "run", "--quiet", "--warehouse", str(warehouse),
+              "--bootstrap-servers", bootstrap)
+    code, stderr = finish(run, timeout=300)
+    assert code == 1
+    assert only_error_line(stderr) == (
+        f"flow `bronze_kafka_events` failed: Kafka at {bootstrap} no longer has records the "
+        "pipeline had not read (deleted by retention, or with their topic): orders partition 0 "
+        "offsets 1-3, partition 1 offsets 1-2; player-rewards partition 0 offsets 1-4; they are "
+        "lost. To go on without them, run one update with `--set kafka.fail_on_data_loss=false`")
+
+    # The way on that line: one update that skips what is gone.
+    run_pipeline(spark, settings_for(bootstrap, fail_on_data_loss="false"), warehouse)
+    first_read = [
+        Delivered("orders", 0, 0, "o1", upsert("o1", 1, 0).payload),
+        Delivered("orders", 1, 0, "o2", upsert("o2", 1, 1).payload),
+        Delivered("player-rewards", 0, 0, "p1", grant(1).payload)]
+    after_the_gap = consume_all(bootstrap, TOPICS)
+    assert [(d.topic, d.partition, d.offset) for d in after_the_gap] == [
+        ("orders", 0, 4), ("player-rewards", 0, 5)]
+    expected = assert_tables_match(spark, warehouse, first_read + after_the_gap)
+    assert expected.player_xp == {"p1": 1 + 6}, "the lost grants count for nothing"
