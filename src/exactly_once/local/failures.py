@@ -44,11 +44,14 @@ _COMMITTED = re.compile(r"^Current Committed Offsets: \{.*?\]\]: (\{.*\})\}$", r
 DATA_LOSS_ACK = "--set kafka.fail_on_data_loss=false"
 
 
-def flow_failure(flow: str, err: BaseException) -> FlowError:
-    """The one-line error for `flow`, failed with `err`."""
-    text = error_text(err)
+def flow_failure(flow: str, err: BaseException,
+                 batch_error: BaseException | None = None) -> FlowError:
+    """The one-line error for `flow`, failed with `err`; `batch_error` is what its foreachBatch
+    function raised, if that is what failed (Spark's own error then quotes its Python
+    traceback, so the first line to show is this one's)."""
+    text = error_text(err) + ("\n" + error_text(batch_error) if batch_error else "")
     failed = f"flow `{flow}` failed: "
-    expectation = failure_message(err)
+    expectation = failure_message(err) or (failure_message(batch_error) if batch_error else None)
     if expectation:
         return FlowError(failed + expectation)
     if _DATA_LOSS in text:
@@ -56,7 +59,8 @@ def flow_failure(flow: str, err: BaseException) -> FlowError:
     cause = _UNAVAILABLE.search(text)
     if cause:
         return SourceUnavailableError(failed + _unavailable(cause.group(1), _kafka_settings()))
-    return FlowError(failed + (str(err).splitlines() or [type(err).__name__])[0])
+    shown = batch_error or err
+    return FlowError(failed + (str(shown).splitlines() or [type(shown).__name__])[0])
 
 
 def _kafka_settings() -> KafkaSettings | None:

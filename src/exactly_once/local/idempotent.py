@@ -16,6 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 from exactly_once.local.delta_log import Marker, committed_batch
 
 USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
+MATERIALIZE_SOURCE = "spark.databricks.delta.merge.materializeSource"
 
 
 def already_committed(path: Path | str, marker: Marker) -> bool:
@@ -37,14 +38,20 @@ def merge(spark: SparkSession, merge: DeltaMergeBuilder, path: Path | str, marke
           replayed: bool) -> bool:
     """Execute the MERGE unless a replayed batch already committed it; whether this call did.
 
+    The MERGE's source must already be materialized (a local checkpoint): Delta then reads it
+    as it is instead of copying it first, a Spark job it only needs for a source that could
+    change while the MERGE reads it twice.
+
     MERGE takes no writer options, so the marker goes through the session's settings: `spark`
     must be the streaming query's own session (each query has one), as flows run concurrently.
     """
     if replayed and already_committed(path, marker):
         return False
     spark.conf.set(USER_METADATA, marker.user_metadata())
+    spark.conf.set(MATERIALIZE_SOURCE, "none")
     try:
         merge.execute()
     finally:
         spark.conf.unset(USER_METADATA)
+        spark.conf.unset(MATERIALIZE_SOURCE)
     return True

@@ -49,9 +49,10 @@ def query_id(checkpoint: Path) -> str:
     return str(json.loads((checkpoint / "metadata").read_text().splitlines()[0])["id"])
 
 
-def flow_error(flow: str, err: BaseException) -> FlowError:
+def flow_error(flow: str, err: BaseException,
+               batch_error: BaseException | None = None) -> FlowError:
     """One line saying what stopped the flow and what to do (failures.py)."""
-    return flow_failure(flow, err)
+    return flow_failure(flow, err, batch_error)
 
 
 def run_available_now(df: DataFrame, name: str, checkpoint: Path, handle: BatchHandler,
@@ -74,18 +75,11 @@ def run_available_now(df: DataFrame, name: str, checkpoint: Path, handle: BatchH
                  .option("checkpointLocation", str(checkpoint))
                  .trigger(availableNow=True).start())
     with timeline.span(name, "query run"):
-        try:
-            _await(query, result, progress, timeline)
-        except FlowError:
-            # Spark reports a failed batch function with the Python traceback in its message;
-            # the error it raised says what happened.
-            if failed:
-                raise flow_error(result.flow, failed[0]) from failed[0]
-            raise
+        _await(query, result, progress, timeline, failed)
 
 
 def _await(query: StreamingQuery, result: FlowResult, progress: Progress,
-           timeline: Timeline) -> None:
+           timeline: Timeline, batch_errors: list[BaseException]) -> None:
     """Wait for an availableNow query, reporting each micro-batch as it completes."""
     seen = -1
 
@@ -106,5 +100,8 @@ def _await(query: StreamingQuery, result: FlowResult, progress: Progress,
         while not query.awaitTermination(POLL_SECONDS):  # type: ignore[arg-type]
             report()
     except Exception as err:  # StreamingQueryException: keep the cause, name the flow
-        raise flow_error(result.flow, err) from err
+        # A failed batch function's error comes with its Python traceback in Spark's message;
+        # the error it raised says what happened.
+        batch_error = batch_errors[0] if batch_errors else None
+        raise flow_error(result.flow, err, batch_error) from batch_error or err
     report()

@@ -76,26 +76,29 @@ def tie_break(columns: list[str]) -> Column:
 
 
 def tag_events(events: DataFrame, spec: AutoCdcSpec) -> DataFrame:
-    """SEQUENCE, IS_DELETE, IS_TRUNCATE and the reason ('' if none) to reject the event."""
+    """SEQUENCE, IS_DELETE, IS_TRUNCATE and the reason ('' if none) to reject the event.
+
+    One projection: each `withColumn` would analyze the whole plan again, which for a wide
+    batch costs more than the batch itself.
+    """
     def flag(condition: Column | None) -> Column:
         return F.lit(False) if condition is None else F.coalesce(condition, F.lit(False))
 
-    tagged = events.withColumn(SEQUENCE, spec.sequence_by) \
-        .withColumn(IS_TRUNCATE, flag(spec.apply_as_truncates)) \
-        .withColumn(IS_DELETE, flag(spec.apply_as_deletes) & ~F.col(IS_TRUNCATE)) \
-        .withColumn(SYNTHETIC, F.lit(False))
-    sequence_type = tagged.schema[SEQUENCE].dataType
-    null_sequence = F.col(SEQUENCE).isNull()
+    truncate = flag(spec.apply_as_truncates)
+    sequence_type = events.select(spec.sequence_by.alias(SEQUENCE)).schema[SEQUENCE].dataType
+    null_sequence = spec.sequence_by.isNull()
     if isinstance(sequence_type, StructType):  # a struct sequence counts as NULL if any field is
         for f in sequence_type.fields:
-            null_sequence = null_sequence | F.col(f"{SEQUENCE}.`{f.name}`").isNull()
+            null_sequence = null_sequence | spec.sequence_by.getField(f.name).isNull()
     null_key = F.lit(False)
     for k in spec.keys:
         null_key = null_key | F.col(f"`{k}`").isNull()
-    null_key = null_key & ~F.col(IS_TRUNCATE)  # a truncate names no key
+    null_key = null_key & ~truncate  # a truncate names no key
     reason = F.concat_ws("; ", F.when(null_key, F.lit(f"null key ({', '.join(spec.keys)})")),
                          F.when(null_sequence, F.lit("null sequence")))
-    return tagged.withColumn(REJECT_REASON, reason)
+    return events.select("*", spec.sequence_by.alias(SEQUENCE), truncate.alias(IS_TRUNCATE),
+                         (flag(spec.apply_as_deletes) & ~truncate).alias(IS_DELETE),
+                         F.lit(False).alias(SYNTHETIC), reason.alias(REJECT_REASON))
 
 
 def batch_counts_observed(events: DataFrame, observation: Observation) -> DataFrame:

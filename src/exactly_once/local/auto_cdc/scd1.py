@@ -154,6 +154,37 @@ def apply_scd1_batch(spark: SparkSession, batch: DataFrame, spec: AutoCdcSpec,
                      rejected_path: str | None = None,
                      tombstone_gc_seconds: float | None = None) -> CdcBatchStats:
     """Apply one micro-batch; `write` says which (and its query), for the commit markers."""
+    with write.step("plan"):
+        changes, tagged, observed, counts = _plan_changes(spark, batch, spec, state_path)
+    with write.step("changes"):
+        # One job: the batch's changes, kept in memory, counted with the batch on the way. A
+        # local checkpoint, not a cache: the writes below read the changes without the state
+        # table they came from, which would make Delta treat the state append as a read of
+        # the table it writes (a full state reconstruction for conflict checks).
+        changes = changes.localCheckpoint(eager=True)
+    counted = observed_counts(observed)
+    total, rejected, truncates = counted.total, counted.rejected, counted.truncates
+    if rejected:
+        with write.step("rejected rows"):
+            commits.record_rejected(tagged, batch.columns, spec, rejected_path, write)
+    applied, deletes, from_truncates = (int(counts.get[c]) for c in (
+        "applied", "deletes", "from_truncates"))
+    committed = applied > 0 and _apply(spark, spec, changes, batch.columns,
+                                       data_columns(spec, batch.columns), applied == deletes,
+                                       target_path, state_path, write)
+    if tombstone_gc_seconds is not None:
+        collect_tombstones(spark, state_path, spec, tombstone_gc_seconds)
+    stale = total - rejected - truncates - (applied - from_truncates)
+    if not committed:  # nothing new, or an earlier attempt of this batch wrote the target
+        applied = deletes = 0
+    return CdcBatchStats(rejected=rejected, upserts=applied - deletes, deletes=deletes,
+                         stale=stale, truncates=truncates)
+
+
+def _plan_changes(spark: SparkSession, batch: DataFrame, spec: AutoCdcSpec, state_path: str
+                  ) -> tuple[DataFrame, DataFrame, Observation, Observation]:
+    """The batch's changes (newest fresh event per key), the tagged batch, and the two
+    observations that count them when the changes are computed."""
     columns = data_columns(spec, batch.columns)
     tagged = tag_events(batch, spec)
     observed = Observation()
@@ -176,28 +207,7 @@ def apply_scd1_batch(spark: SparkSession, batch: DataFrame, spec: AutoCdcSpec,
     changes = latest_per_key(fresh, spec).observe(
         counts, F.count(F.lit(1)).alias("applied"), F.count_if(F.col(IS_DELETE)).alias("deletes"),
         F.count_if(F.col(SYNTHETIC)).alias("from_truncates"))
-    with write.step("changes"):
-        # One job: the batch's changes, kept in memory, counted with the batch on the way. A
-        # local checkpoint, not a cache: the writes below read the changes without the state
-        # table they came from, which would make Delta treat the state append as a read of
-        # the table it writes (a full state reconstruction for conflict checks).
-        changes = changes.localCheckpoint(eager=True)
-    counted = observed_counts(observed)
-    total, rejected, truncates = counted.total, counted.rejected, counted.truncates
-    if rejected:
-        with write.step("rejected rows"):
-            commits.record_rejected(tagged, batch.columns, spec, rejected_path, write)
-    applied, deletes, from_truncates = (int(counts.get[c]) for c in (
-        "applied", "deletes", "from_truncates"))
-    committed = applied > 0 and _apply(spark, spec, changes, batch.columns, columns,
-                                       applied == deletes, target_path, state_path, write)
-    if tombstone_gc_seconds is not None:
-        collect_tombstones(spark, state_path, spec, tombstone_gc_seconds)
-    stale = total - rejected - truncates - (applied - from_truncates)
-    if not committed:  # nothing new, or an earlier attempt of this batch wrote the target
-        applied = deletes = 0
-    return CdcBatchStats(rejected=rejected, upserts=applied - deletes, deletes=deletes,
-                         stale=stale, truncates=truncates)
+    return changes, tagged, observed, counts
 
 
 def _apply(spark: SparkSession, spec: AutoCdcSpec, changes: DataFrame, source_columns: list[str],

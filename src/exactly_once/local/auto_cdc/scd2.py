@@ -145,8 +145,33 @@ def apply_scd2_batch(spark: SparkSession, batch: DataFrame, spec: AutoCdcSpec,
                      rejected_path: str | None = None) -> CdcBatchStats:
     """Apply one micro-batch; `write` says which (and its query), for the commit markers."""
     columns = data_columns(spec, batch.columns)
-    tracked = tracked_columns(spec, batch.columns)
-    order = target_columns(spec, batch.columns)
+    with write.step("plan"):
+        fresh, journal, tagged, observed, counts = _plan_fresh(spark, batch, spec, state_path)
+    with write.step("changes"):
+        # One job: the new events, kept in memory (a local checkpoint, so that appending them
+        # is not a read of the journal they were checked against), counted on the way.
+        fresh = fresh.localCheckpoint(eager=True)
+    counted = observed_counts(observed)
+    total, rejected = counted.total, counted.rejected
+    if rejected:
+        with write.step("rejected rows"):
+            commits.record_rejected(tagged, batch.columns, spec, rejected_path, write)
+    applied, deletes = int(counts.get["applied"]), int(counts.get["deletes"])
+    committed = applied > 0 and _apply(
+        spark, spec, write, fresh, journal, columns, tracked_columns(spec, batch.columns),
+        target_columns(spec, batch.columns), target_path, state_path)
+    stale = total - rejected - applied
+    if not committed:  # nothing new, or an earlier attempt of this batch wrote the target
+        applied = deletes = 0
+    return CdcBatchStats(rejected=rejected, upserts=applied - deletes, deletes=deletes,
+                         stale=stale)
+
+
+def _plan_fresh(spark: SparkSession, batch: DataFrame, spec: AutoCdcSpec, state_path: str
+                ) -> tuple[DataFrame, DataFrame, DataFrame, Observation, Observation]:
+    """The batch's events the journal does not have yet (one per key and sequence), the
+    journal, the tagged batch, and the observations that count them when computed."""
+    columns = data_columns(spec, batch.columns)
     tagged = tag_events(batch, spec)
     observed = Observation()
     good = batch_counts_observed(tagged, observed).where(F.col(REJECT_REASON) == "").select(
@@ -159,23 +184,7 @@ def apply_scd2_batch(spark: SparkSession, batch: DataFrame, spec: AutoCdcSpec,
         .drop("__journal_tie") \
         .observe(counts, F.count(F.lit(1)).alias("applied"),
                  F.count_if(F.col(IS_DELETE)).alias("deletes"))
-    with write.step("changes"):
-        # One job: the new events, kept in memory (a local checkpoint, so that appending them
-        # is not a read of the journal they were checked against), counted on the way.
-        fresh = fresh.localCheckpoint(eager=True)
-    counted = observed_counts(observed)
-    total, rejected = counted.total, counted.rejected
-    if rejected:
-        with write.step("rejected rows"):
-            commits.record_rejected(tagged, batch.columns, spec, rejected_path, write)
-    applied, deletes = int(counts.get["applied"]), int(counts.get["deletes"])
-    committed = applied > 0 and _apply(spark, spec, write, fresh, journal,
-                                       columns, tracked, order, target_path, state_path)
-    stale = total - rejected - applied
-    if not committed:  # nothing new, or an earlier attempt of this batch wrote the target
-        applied = deletes = 0
-    return CdcBatchStats(rejected=rejected, upserts=applied - deletes, deletes=deletes,
-                         stale=stale)
+    return fresh, journal, tagged, observed, counts
 
 
 def _apply(spark: SparkSession, spec: AutoCdcSpec, write: BatchWrite,
