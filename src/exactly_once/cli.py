@@ -26,7 +26,7 @@ from exactly_once.config import (
     setting_overrides,
 )
 from exactly_once.errors import CliError, ExactlyOnceError, SettingsError
-from exactly_once.paths import BROKER_DIR, DEFAULT_WAREHOUSE, SPARK_LOG
+from exactly_once.paths import BROKER_DIR, DEFAULT_WAREHOUSE, PROFILES_DIR, SPARK_LOG
 
 # Partitions per topic when the CLI creates them: more than one, so ordering across partitions
 # is exercised as in production.
@@ -127,17 +127,24 @@ def cmd_run(args: argparse.Namespace) -> int:
     from exactly_once.local.pipeline import run_pipeline
     from exactly_once.local.progress import Progress
     from exactly_once.local.session import build_session
+    from exactly_once.local.timeline import Timeline
 
     progress = Progress(quiet=args.quiet)
+    timeline = Timeline(spark_jobs=args.profile)
     spark = build_session(args.warehouse, log_level="OFF", jvm_log=SPARK_LOG)
     try:
         result = run_pipeline(spark, settings, args.warehouse,
                               full_refresh=args.full_refresh_all or _flat(args.full_refresh),
-                              refresh=_flat(args.refresh), progress=progress)
+                              refresh=_flat(args.refresh), progress=progress, timeline=timeline)
     finally:
         spark.stop()
     print(progress.summary(result, bronze="bronze_kafka_events", quarantine="quarantine",
                            late="late_events"))
+    if args.profile:
+        trace = timeline.write_chrome_trace(
+            args.profile_output or PROFILES_DIR / f"update-{result.update_id}.json")
+        print(Progress.top_costs(timeline))
+        print(f"Trace (open in https://ui.perfetto.dev or chrome://tracing): {trace}")
     print(f"Delta tables in {args.warehouse.resolve()}")
     return 0
 
@@ -283,6 +290,11 @@ def build_parser() -> argparse.ArgumentParser:
                      metavar="KEY=VALUE", help="a setting of conf/ for this update only, e.g. "
                      "kafka.fail_on_data_loss=false")
     run.add_argument("--quiet", action="store_true", help="no per-batch progress")
+    run.add_argument("--profile", action="store_true", help="count each phase's Spark jobs, "
+                     "print the top costs and write a trace (Chrome / Perfetto JSON)")
+    run.add_argument("--profile-output", type=Path, metavar="FILE",
+                     help=f"where --profile writes the trace (default: {PROFILES_DIR}/"
+                     "update-<id>.json)")
     run.set_defaults(handler=cmd_run)
 
     from exactly_once.quality.paths import DEFAULT_DASHBOARD, DEFAULT_DATA_DOCS

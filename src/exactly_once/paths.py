@@ -16,6 +16,8 @@ BROKER_DIR = LOCAL_DIR / "kafka"
 # What the Spark JVM a command starts prints itself (start-up notes, anything outside its log
 # level), appended; the command's own stderr keeps only its messages.
 SPARK_LOG = LOCAL_DIR / "logs" / "spark.log"
+# Traces of `exactly-once run --profile` (timeline.py).
+PROFILES_DIR = LOCAL_DIR / "profiles"
 
 
 def pipeline_files(root: Path = PIPELINES_DIR) -> list[Path]:

@@ -47,6 +47,7 @@ class FlowResult:
 
 @dataclass
 class UpdateResult:
+    update_id: str = ""
     flows: list[FlowResult] = field(default_factory=list)
     table_rows: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
@@ -99,4 +100,16 @@ class Progress:
             "  rows per table:",
             *[f"    {name:<24} {rows:>10,}" for name, rows in result.table_rows.items()],
         ]
+        return "\n".join(lines)
+
+    @staticmethod
+    def top_costs(timeline: Timeline, limit: int = 15) -> str:
+        """Where the update's seconds went: own time per flow and phase, costliest first."""
+        rows = timeline.top_costs(limit)
+        total = max((s.end for s in timeline.spans), default=0.0)
+        lines = [f"Top costs of the {total:.1f}s update (own seconds, each counted once):",
+                 f"  {'flow':<28} {'phase':<22} {'seconds':>8} {'times':>6} {'Spark jobs':>11}"]
+        for flow, phase, seconds, times, jobs in rows:
+            lines.append(f"  {flow or '(update)':<28} {phase:<22} {seconds:>8.2f} {times:>6} "
+                         f"{'' if jobs is None else jobs:>11}")
         return "\n".join(lines)

@@ -17,6 +17,7 @@ costs `run --profile` prints (`top_costs`).
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections import defaultdict
@@ -24,7 +25,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from pathlib import Path
 from typing import Any
+
+# A flow idle until the tables it reads are up to date (update.py): not a cost of its own.
+WAIT_FOR_UPSTREAM = "wait for upstream"
 
 # Structured Streaming's per-batch steps (StreamingQueryProgress.durationMs), in the order a
 # micro-batch runs them.
@@ -179,6 +184,8 @@ class Timeline:
         first: where the update's seconds went, each counted once."""
         totals: dict[tuple[str, str], list[Any]] = {}
         for s, own in zip(self.spans, self.self_seconds(), strict=True):
+            if s.phase == WAIT_FOR_UPSTREAM:  # idle: the upstream's own spans count that time
+                continue
             entry = totals.setdefault((s.flow, s.phase), [0.0, 0, None])
             entry[0] += own
             entry[1] += 1
@@ -208,6 +215,11 @@ class Timeline:
                            "tid": tracks[s.flow], "ts": round(s.start * 1e6),
                            "dur": max(round(s.seconds * 1e6), 1), "args": args})
         return {"traceEvents": events, "displayTimeUnit": "ms"}
+
+    def write_chrome_trace(self, path: Path) -> Path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.chrome_trace()), encoding="utf-8")
+        return path
 
 
 # Seconds of slack when nesting spans: micro-batch steps are placed by the wall clock of their

@@ -29,7 +29,7 @@ from exactly_once.local.progress import FlowResult, Progress, UpdateResult
 from exactly_once.local.reads import resolved_reads
 from exactly_once.local.refresh import RefreshSelection, plan_refresh
 from exactly_once.local.registry import PipelineGraph
-from exactly_once.local.timeline import UPDATE, Timeline
+from exactly_once.local.timeline import UPDATE, WAIT_FOR_UPSTREAM, Timeline
 from exactly_once.local.warehouse import Warehouse
 
 # A flow bound to its session and target, given its query, the warehouse, the progress and the
@@ -54,8 +54,8 @@ class PipelineUpdate:
         self.spark, self.graph, self.warehouse = spark, graph, warehouse
         self.progress = progress or Progress(quiet=True)
         self.timeline = timeline or Timeline()
-        self.result = UpdateResult(timeline=self.timeline)
         self.update_id = event_log.new_update_id()
+        self.result = UpdateResult(update_id=self.update_id, timeline=self.timeline)
         self._lock = threading.Lock()
         self._tables: dict[str, Future[None]] = {}  # table -> done when it is up to date
         self._waits_for: dict[str, set[str]] = {}  # table -> tables its flows wait for
@@ -126,7 +126,7 @@ class PipelineUpdate:
             cycle = cycle[first:] + cycle[:first]
             raise GraphError(f"datasets read each other in a cycle: "
                              f"{' -> '.join([*cycle, cycle[0]])}")
-        with self.timeline.span(flow, "wait for upstream", detail=name):
+        with self.timeline.span(flow, WAIT_FOR_UPSTREAM, detail=name):
             self._table_update(name).result()
 
     def _path(self, start: str, goal: str) -> list[str]:

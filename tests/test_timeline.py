@@ -1,0 +1,68 @@
+"""Where an update's seconds go: the timeline in the event log, and `run --profile`."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+from exactly_once import cli
+from exactly_once.kafka.generator import GeneratorConfig, generate_stream
+from exactly_once.kafka.kcat import write_kcat_jsonl
+from exactly_once.local import session
+from exactly_once.local.timeline import UPDATE, WAIT_FOR_UPSTREAM
+from exactly_once.local.warehouse import Warehouse
+
+
+def test_the_event_log_keeps_each_flow_s_phases(spark, quality_run):
+    path = Warehouse(quality_run.warehouse).event_log_path()
+    spark.read.format("delta").load(str(path)).createOrReplaceTempView("timeline_under_test")
+    spans = spark.sql("""
+        SELECT origin.flow_name AS flow, s.*
+        FROM timeline_under_test LATERAL VIEW explode(details.flow_timeline.spans) x AS s
+        WHERE event_type = 'flow_timeline'""").collect()
+    by_flow: dict[str, list] = {}
+    for s in spans:
+        by_flow.setdefault(s.flow or UPDATE, []).append(s)
+    flows = {f.flow for f in quality_run.result.flows}
+    assert set(by_flow) == flows | {UPDATE}
+    for flow in flows:
+        phases = {s.phase for s in by_flow[flow]}
+        assert "flow" in phases, (flow, phases)
+        # Each flow's own phases fit inside its whole; none is negative.
+        whole = next(s for s in by_flow[flow] if s.phase == "flow")
+        for s in by_flow[flow]:
+            assert 0 <= s.self_seconds <= s.duration_seconds + 1e-3, s
+            if s.phase not in (WAIT_FOR_UPSTREAM, "build query"):
+                assert s.start_seconds >= whole.start_seconds - 0.5, s
+    # Streaming flows show Structured Streaming's per-batch steps; AUTO CDC its own steps.
+    silver = {s.phase for s in by_flow["silver_orders"]}
+    assert {"query start", "addBatch", "foreachBatch"} <= silver, silver
+    cdc = {s.phase for s in by_flow["orders"]}
+    assert {"auto cdc batch", "plan"} <= cdc, cdc
+    assert {"register tables", "event log"} <= {s.phase for s in by_flow[UPDATE]}
+
+
+def test_run_profile_prints_the_top_costs_and_writes_a_trace(spark, tmp_path, monkeypatch,
+                                                             capsys):
+    """The command as a user runs it, in this process's Spark session."""
+    monkeypatch.setattr(session, "build_session", lambda *args, **kwargs: spark)
+    monkeypatch.setattr(spark, "stop", lambda: None)
+    dump = tmp_path / "stream.jsonl"
+    write_kcat_jsonl(dump, generate_stream(GeneratorConfig(
+        events=40, orders=8, players=4, seed=3, start=datetime(2026, 11, 1, tzinfo=timezone.utc))))
+    trace = tmp_path / "trace.json"
+    assert cli.main(["run", "--quiet", "--source", f"file:{dump}", "--warehouse",
+                     str(tmp_path / "warehouse"), "--profile", "--profile-output",
+                     str(trace)]) == 0
+    out = capsys.readouterr().out
+    assert "Top costs of the " in out and "Trace (open in " in out and str(trace) in out
+    table = out[out.index("Top costs"):out.index("Trace (open")].splitlines()[2:]
+    assert table and all(WAIT_FOR_UPSTREAM not in line for line in table)
+    seconds = [float(line.split()[-3]) for line in table]
+    assert seconds == sorted(seconds, reverse=True)
+    events = json.loads(trace.read_text())["traceEvents"]
+    spans = [e for e in events if e["ph"] == "X"]
+    assert {e["cat"] for e in spans} >= {"bronze_kafka_events", "orders", "player_xp"}
+    # Profiled: each micro-batch's Spark jobs are counted.
+    batches = [e for e in spans if e["name"] == "foreachBatch"]
+    assert batches and all(e["args"]["spark_jobs"] >= 1 for e in batches)
