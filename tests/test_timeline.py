@@ -28,18 +28,23 @@ def test_the_event_log_keeps_each_flow_s_phases(spark, quality_run):
     for flow in flows:
         phases = {s.phase for s in by_flow[flow]}
         assert "flow" in phases, (flow, phases)
-        # Each flow's own phases fit inside its whole; none is negative.
+        # Own time is never negative nor more than the span; micro-batches fit in their flow
+        # (within the slack of progress reports' wall clock, timeline.py).
         whole = next(s for s in by_flow[flow] if s.phase == "flow")
         for s in by_flow[flow]:
             assert 0 <= s.self_seconds <= s.duration_seconds + 1e-3, s
-            if s.phase not in (WAIT_FOR_UPSTREAM, "build query"):
+            if s.batch_id is not None:
                 assert s.start_seconds >= whole.start_seconds - 0.5, s
+                assert (s.start_seconds + s.duration_seconds
+                        <= whole.start_seconds + whole.duration_seconds + 0.5), s
     # Streaming flows show Structured Streaming's per-batch steps; AUTO CDC its own steps.
     silver = {s.phase for s in by_flow["silver_orders"]}
     assert {"query start", "addBatch", "foreachBatch"} <= silver, silver
     cdc = {s.phase for s in by_flow["orders"]}
     assert {"auto cdc batch", "plan"} <= cdc, cdc
-    assert {"register tables", "event log"} <= {s.phase for s in by_flow[UPDATE]}
+    # (the "event log" span is still open while its own row is written)
+    assert {"load pipeline files", "register tables", "row counts"} <= {
+        s.phase for s in by_flow[UPDATE]}
 
 
 def test_run_profile_prints_the_top_costs_and_writes_a_trace(spark, tmp_path, monkeypatch,
@@ -65,4 +70,6 @@ def test_run_profile_prints_the_top_costs_and_writes_a_trace(spark, tmp_path, mo
     assert {e["cat"] for e in spans} >= {"bronze_kafka_events", "orders", "player_xp"}
     # Profiled: each micro-batch's Spark jobs are counted.
     batches = [e for e in spans if e["name"] == "foreachBatch"]
-    assert batches and all(e["args"]["spark_jobs"] >= 1 for e in batches)
+    assert batches and all("spark_jobs" in e["args"] for e in batches)
+    # Bronze writes every batch it reads (a batch of another flow may filter to nothing).
+    assert all(e["args"]["spark_jobs"] >= 1 for e in batches if e["cat"] == "bronze_kafka_events")

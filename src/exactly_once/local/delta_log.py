@@ -196,9 +196,19 @@ def committed_batch(path: Path | str, writer: str) -> int | None:
     the log is read backwards until one of its commits appears. Only a replayed batch asks
     (see `streams.py`), after a crash, and the writer's last commit is then usually among the
     newest.
+
+    Commits made before markers existed (runtime 8b288b4 and older) count too: they carry
+    Delta's own `txn` action, its appId the writer's name for an AUTO CDC write, the streaming
+    query's id (the name's first part) for Delta's streaming sink. So a batch replayed after an
+    upgrade is not applied a second time.
     """
+    legacy = {writer, writer.split(":", 1)[0]}
     for version in reversed(versions(path)):
-        marker = Marker.of_commit(commit_info(path, version))
-        if marker is not None and marker.writer == writer:
-            return marker.batch
+        for action in actions(path, version):
+            if "commitInfo" in action:
+                marker = Marker.of_commit(action["commitInfo"])
+                if marker is not None and marker.writer == writer:
+                    return marker.batch
+            elif "txn" in action and action["txn"].get("appId") in legacy:
+                return int(action["txn"]["version"])
     return None
