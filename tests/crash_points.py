@@ -7,6 +7,7 @@ A trial compares column sets, not whole rows: arrival and processing times (`ing
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -63,3 +64,61 @@ def owner(graph: PipelineGraph, warehouse: Warehouse, relative: str) -> str | No
         if any(path == d or d in path.parents for d in table_dirs(graph, warehouse, table)):
             return table
     return None
+
+
+# -- the order an update writes its files ---------------------------------------------------------
+def _is_point(relative: Path) -> bool:
+    """A file whose appearance is a moment of the update worth killing it at: a Delta commit or
+    the start of a table's creation (its empty `_staged_commits/`), a streaming checkpoint's
+    metadata, offsets, commits and source logs, a state store's files, the lock. Temporary
+    and checksum files (hidden) and data files (no commit names them yet) are not."""
+    parts = relative.parts
+    if any(part.startswith(".") for part in parts) or parts[-1].startswith("part-"):
+        return False
+    if "_delta_log" in parts:
+        return parts[-1] == "_staged_commits" or (
+            parts[-2] == "_delta_log" and parts[-1].endswith(".json"))
+    return relative.as_posix() == LOCK or parts[:2] == (PIPELINE_DIR, "checkpoints")
+
+
+def write_order(warehouse: Path) -> list[str]:
+    """Every kill point of the update that wrote `warehouse`, in the order it wrote them.
+
+    Read from the finished warehouse by modification time (ns), not by watching a run: each of
+    these files is written once, to a temporary file renamed into place (which keeps the time
+    of the write), and never changed again, so its time is when it appeared. Two exceptions: an
+    empty directory (`_staged_commits/`) keeps its creation time, and the lock, rewritten when
+    the update ends, is taken before anything else is written.
+    """
+    found = [(entry.stat().st_mtime_ns, entry.relative_to(warehouse))
+             for entry in warehouse.rglob("*")
+             if (entry.is_file() or entry.name == "_staged_commits")
+             and _is_point(entry.relative_to(warehouse))]
+    ordered = [p.as_posix() for _, p in sorted(found)]
+    return [LOCK, *(p for p in ordered if p != LOCK)]
+
+
+def first_points(graph: PipelineGraph, warehouse: Warehouse, order: list[str]) -> dict[str, int]:
+    """Each table -> where in `order` its first file is: when the update began it."""
+    first: dict[str, int] = {}
+    for index, relative in enumerate(order):
+        name = owner(graph, warehouse, relative)
+        if name is not None:
+            first.setdefault(name, index)
+    return first
+
+
+def prepare(graph: PipelineGraph, reference: Warehouse, order: list[str], table: str,
+            destination: Warehouse) -> None:
+    """Make `destination` what an update looks like when it starts writing `table`: every
+    table it had begun before, as the reference run finished it (so everything `table` reads
+    is complete), and nothing else. `--refresh table` then runs the smallest update that
+    writes `table`'s files in the order the whole update did."""
+    first = first_points(graph, reference, order)
+    destination.root.mkdir(parents=True)
+    for name, index in first.items():
+        if index < first[table]:
+            for source, target in zip(table_dirs(graph, reference, name),
+                                      table_dirs(graph, destination, name), strict=True):
+                if source.exists():
+                    shutil.copytree(source, target)
