@@ -1,80 +1,87 @@
-"""A run SIGKILLed at several points, then restarted, ends with the tables of an uninterrupted run.
+"""A run killed while creating a table leaves it half-created; the next run completes it.
 
-The pipeline runs as a real process (the CLI, with its Spark JVM); the test kills the whole
-process group the moment a chosen Delta commit appears on disk: inside an update, between
-tables, and right after an AUTO CDC target commit (before its state commit).
+Delta creates `_delta_log/` (and `_delta_log/_staged_commits/`) before it writes a table's first
+commit, Spark creates a checkpoint's directories before its `metadata` file: a process killed in
+between leaves a directory with no committed version. These tests build exactly those on-disk
+states, for every kind of table the runtime creates (append table, AUTO CDC target and its state
+or journal, materialized view, event log, checkpoint), and require a normal run to end with the
+tables of an uninterrupted run. `test_crash_sweep.py` reaches the same states by SIGKILLing real
+runs.
 """
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import time
+import shutil
+import uuid
 from pathlib import Path
 
 import pytest
+from crash_points import contents, write_tiny_dump
 
 from exactly_once.config import load_settings
-from exactly_once.kafka.generator import GeneratorConfig, generate_stream
-from exactly_once.kafka.kcat import as_consumed, write_kcat_jsonl
+from exactly_once.local.delta_log import log_dir
 from exactly_once.local.pipeline import run_pipeline
-
-TABLES = {  # table -> columns that must match (arrival times naturally differ between runs)
-    "bronze_kafka_events": ["topic", "partition", "offset", "key", "value"],
-    "silver_orders": ["event_id", "sequence", "status", "kafka_offset"],
-    "silver_player_rewards": ["event_id", "xp", "kafka_offset"],
-    "quarantine": ["kafka_topic", "kafka_offset", "reason"],
-    "orders": ["order_id", "event_id", "sequence", "status", "amount"],
-    "player_xp_ledger": ["event_id", "player_id", "xp"],
-    "player_xp": ["player_id", "total_xp", "xp_events"],
-}
-# Kill the moment this file exists: bronze's first micro-batch committed (silver not started);
-# the first AUTO CDC commit on `orders` (its key-state commit not yet made); the ledger's.
-KILL_AT = ["bronze_kafka_events/_delta_log/00000000000000000001.json",
-           "orders/_delta_log/00000000000000000001.json",
-           "player_xp_ledger/_delta_log/00000000000000000001.json"]
+from exactly_once.local.warehouse import Warehouse
 
 
-def contents(spark, warehouse: Path) -> dict[str, list]:
-    return {table: sorted(map(tuple, spark.read.format("delta").load(str(warehouse / table))
-                              .select(*columns).collect()))
-            for table, columns in TABLES.items()}
+def settings_for(dump: Path):
+    return load_settings("local", overrides={"exactly_once.source": f"file:{dump}"})
 
 
-def run_and_kill_when(args: list[str], marker: Path, timeout: float = 600) -> bool:
-    """Run the CLI; SIGKILL its process group once `marker` exists. True if it was killed."""
-    process = subprocess.Popen([sys.executable, "-m", "exactly_once.cli", *args],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               start_new_session=True)
-    deadline = time.monotonic() + timeout
-    while process.poll() is None and time.monotonic() < deadline:
-        if marker.exists():
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-            return True
-        time.sleep(0.05)
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGKILL)
-        pytest.fail(f"run did not finish in {timeout}s")
-    return False
+@pytest.fixture(scope="module")
+def dump(tmp_path_factory) -> Path:
+    return write_tiny_dump(tmp_path_factory.mktemp("crash-recovery") / "stream.jsonl")
 
 
-def test_sigkill_at_several_points_then_restart_matches_an_uninterrupted_run(spark, tmp_path):
-    stream = tmp_path / "stream.jsonl"
-    write_kcat_jsonl(stream, as_consumed(generate_stream(
-        GeneratorConfig(events=1200, orders=120, players=30, seed=21))))
-    # max_offsets_per_trigger does not apply to files; one micro-batch per flow per update here
-    reference = tmp_path / "reference"
-    run_pipeline(spark, load_settings("local", overrides={
-        "exactly_once.source": f"file:{stream}"}), reference)
+@pytest.fixture(scope="module")
+def reference(spark, dump, tmp_path_factory) -> tuple[Path, dict[str, int]]:
+    warehouse = tmp_path_factory.mktemp("crash-recovery") / "reference"
+    result = run_pipeline(spark, settings_for(dump), warehouse)
+    return warehouse, result.table_rows
 
-    crashed = tmp_path / "crashed"
-    args = ["run", "--quiet", "--source", f"file:{stream}", "--warehouse", str(crashed)]
-    killed = [run_and_kill_when(args, crashed / marker) for marker in KILL_AT]
-    assert killed == [True, True, True], "each kill point was reached and the run killed there"
-    done = subprocess.run([sys.executable, "-m", "exactly_once.cli", *args], capture_output=True,
-                          text=True, timeout=900)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert contents(spark, crashed) == contents(spark, reference)
+
+def half_created_table(path: Path, stray_data: bool = False) -> None:
+    """What a kill leaves while Delta creates the table at `path`: the log's directories, a
+    commit still being written to its temporary file, maybe data files of the first write."""
+    (log_dir(path) / "_staged_commits").mkdir(parents=True)
+    (log_dir(path) / f".{0:020d}.json.{uuid.uuid4()}.tmp").write_text('{"commitInfo":')
+    if stray_data:
+        (path / f"part-00000-{uuid.uuid4()}-c000.snappy.parquet").write_bytes(b"PAR1")
+
+
+def created_only(source: Path, path: Path) -> None:
+    """The table at `source` as it was right after its creation: its version 0 only."""
+    log_dir(path).mkdir(parents=True)
+    shutil.copy(log_dir(source) / f"{0:020d}.json", log_dir(path))
+
+
+def half_created_checkpoint(path: Path) -> None:
+    """A streaming checkpoint whose query was killed while starting: no `metadata` yet."""
+    for name in ("offsets", "commits"):
+        (path / name).mkdir(parents=True)
+    (path / f".metadata.{uuid.uuid4()}.tmp").write_text("")
+
+
+def test_a_run_after_kills_during_table_creation_recreates_the_tables(spark, dump, reference,
+                                                                      tmp_path):
+    reference_path, reference_rows = reference
+    warehouse = Warehouse(tmp_path / "crashed")
+    # Each kind of table the runtime creates, as a kill while creating it leaves it.
+    half_created_table(warehouse.table_path("bronze_kafka_events"))  # append (streaming table)
+    half_created_checkpoint(warehouse.checkpoint_path("bronze_kafka_events"))
+    half_created_table(warehouse.table_path("orders"))  # AUTO CDC target (SCD1)
+    half_created_table(warehouse.auto_cdc_state_path("orders"))  # ... and its key state
+    # AUTO CDC target created, its state (SCD1 tombstones / SCD2 journal) killed mid-creation.
+    created_only(reference_path / "late_events", warehouse.table_path("late_events"))
+    half_created_table(warehouse.auto_cdc_state_path("late_events"))
+    created_only(reference_path / "orders_history", warehouse.table_path("orders_history"))
+    half_created_table(warehouse.auto_cdc_state_path("orders_history"))
+    half_created_table(warehouse.table_path("player_xp"), stray_data=True)  # materialized view
+    half_created_table(warehouse.event_log_path())
+
+    result = run_pipeline(spark, settings_for(dump), warehouse.root)
+
+    assert contents(spark, warehouse.root) == contents(spark, reference_path)
+    assert result.table_rows == reference_rows
+    events = spark.read.format("delta").load(str(warehouse.event_log_path()))
+    assert events.where("event_type = 'flow_progress'").count() == len(result.flows)

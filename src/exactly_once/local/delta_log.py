@@ -58,6 +58,25 @@ def is_delta_table(path: Path | str) -> bool:
     return latest_version(path) >= 0
 
 
+def is_half_created(path: Path | str) -> bool:
+    """Whether `path` is what a process killed while Delta created a table there leaves: a log
+    directory holding nothing but an empty `_staged_commits/` and temporary files (Delta writes
+    a commit to a hidden temporary file, then renames it). Such a directory holds nothing
+    committed; anything else in the log (a commit, a checkpoint, `_last_checkpoint`, a staged
+    commit) makes it not one, whatever `is_delta_table` says."""
+    try:
+        entries = list(log_dir(path).iterdir())
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    for entry in entries:
+        if entry.name == "_staged_commits" and entry.is_dir():
+            if any(entry.iterdir()):
+                return False
+        elif not entry.name.startswith("."):
+            return False
+    return not is_delta_table(path)
+
+
 def actions(path: Path | str, version: int) -> Iterator[dict[str, Any]]:
     """The actions of one commit, in file order."""
     text = (log_dir(path) / f"{version:020d}.json").read_text(encoding="utf-8")

@@ -21,7 +21,7 @@ from functools import partial
 from pyspark.pipelines.flow import Flow
 from pyspark.sql import DataFrame, SparkSession
 
-from exactly_once.errors import FlowError, GraphError
+from exactly_once.errors import ExactlyOnceError, GraphError
 from exactly_once.local import event_log, flows
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.expectations import ObservedExpectations, apply_expectations, declared
@@ -29,6 +29,7 @@ from exactly_once.local.progress import FlowResult, Progress, UpdateResult
 from exactly_once.local.reads import resolved_reads
 from exactly_once.local.refresh import RefreshSelection, plan_refresh
 from exactly_once.local.registry import PipelineGraph
+from exactly_once.local.streams import flow_error
 from exactly_once.local.timeline import UPDATE, WAIT_FOR_UPSTREAM, Timeline
 from exactly_once.local.warehouse import Warehouse
 
@@ -72,6 +73,8 @@ class PipelineUpdate:
             self.warehouse.reset(self.spark, {name: [f.name for f in self.graph.flows_into(name)]
                                               for name in plan.reset})
         with timeline.span(UPDATE, "register tables"):
+            # A run killed while creating a table left it without a version: created anew.
+            self.warehouse.clear_half_created(tables)
             for name in tables:
                 if self.warehouse.has_table(name):
                     self.warehouse.register(self.spark, name)
@@ -200,12 +203,16 @@ class PipelineUpdate:
         self.progress.flow_started(flow.name, kind)
         try:
             result = run(df, self.warehouse, self.progress, self.timeline)
-        except FlowError as err:  # the event log records the failure, then it propagates
+        except Exception as err:  # the event log records the failure, then it propagates
+            # Spark's own errors outside a query (creating a table, say) as one line too.
+            failure = err if isinstance(err, ExactlyOnceError) else flow_error(flow.name, err)
             with self._lock:
                 self.result.flows.append(FlowResult(
                     flow=flow.name, target=flow.target, kind=kind, status="FAILED",
-                    error=str(err), seconds=self.timeline.now() - started))
-            raise
+                    error=str(failure), seconds=self.timeline.now() - started))
+            if failure is err:
+                raise
+            raise failure from err
         result.seconds = self.timeline.now() - started
         for o in setup.observed:  # expectation counts, from the same pass that wrote the rows
             o.collect(result.observed)

@@ -73,6 +73,23 @@ class Warehouse:
     def has_table(self, name: str) -> bool:
         return is_delta_table(self.table_path(name))
 
+    def delta_paths(self, tables: list[str]) -> list[Path]:
+        """Every Delta table the runtime writes for `tables`: the tables themselves, their AUTO
+        CDC state and rejected rows, and the event log."""
+        return [*(path for name in tables for path in (
+            self.table_path(name), self.auto_cdc_state_path(name),
+            self.auto_cdc_rejected_path(name))), self.event_log_path()]
+
+    def clear_half_created(self, tables: list[str]) -> list[Path]:
+        """Remove what a run killed while creating one of these Delta tables left (no committed
+        version: `delta_log.is_half_created`), so this run creates the table afresh; the paths
+        removed. Delta refuses to create a table over such a directory, and the update would
+        then fail the same way every time."""
+        cleared = [path for path in self.delta_paths(tables) if delta_log.is_half_created(path)]
+        for path in cleared:
+            shutil.rmtree(path)
+        return cleared
+
     def row_count(self, spark: SparkSession, name: str) -> int:
         """From the table's commits when they say (no Spark job), else by counting."""
         path = self.table_path(name).resolve()
