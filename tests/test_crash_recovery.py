@@ -85,3 +85,36 @@ def test_a_run_after_kills_during_table_creation_recreates_the_tables(spark, dum
     assert result.table_rows == reference_rows
     events = spark.read.format("delta").load(str(warehouse.event_log_path()))
     assert events.where("event_type = 'flow_progress'").count() == len(result.flows)
+
+
+class Killed(BaseException):
+    """Stands for SIGKILL: nothing after it runs (not an Exception, so nothing handles it)."""
+
+
+def test_a_full_refresh_cut_short_is_finished_by_the_next_run(spark, dump, reference, tmp_path,
+                                                               monkeypatch):
+    """The reset deletes a table, then its AUTO CDC state and checkpoints, one after the other.
+    Cut after the first deletion, a plain next run would find the table gone and its
+    checkpoint saying everything was read: the table would come back empty."""
+    from exactly_once.local import warehouse as warehouse_module
+
+    warehouse = tmp_path / "warehouse"
+    run_pipeline(spark, settings_for(dump), warehouse)
+    deleted: list[Path] = []
+    rmtree = shutil.rmtree
+
+    def rmtree_then_die(path, *args, **kwargs):
+        if deleted:
+            raise Killed
+        deleted.append(Path(path))
+        rmtree(path, *args, **kwargs)
+
+    monkeypatch.setattr(warehouse_module.shutil, "rmtree", rmtree_then_die)
+    with pytest.raises(Killed):
+        run_pipeline(spark, settings_for(dump), warehouse, full_refresh=["silver_orders"])
+    monkeypatch.undo()
+    assert deleted == [warehouse / "silver_orders"] and not deleted[0].exists()
+    assert (Warehouse(warehouse).checkpoint_path("silver_orders") / "commits").is_dir()
+    run_pipeline(spark, settings_for(dump), warehouse)  # a plain run, no --full-refresh
+    assert contents(spark, warehouse) == contents(spark, reference[0])
+    assert not Warehouse(warehouse).unfinished_reset()

@@ -40,6 +40,12 @@ class RefreshPlan:
     update: list[str]  # in the graph's order
     reset: list[str]
 
+    def with_reset(self, graph: PipelineGraph, tables: list[str]) -> RefreshPlan:
+        """Also reset and recompute `tables` (those the pipeline still has)."""
+        names = [t.name for t in graph.tables()]
+        return RefreshPlan(update=[t for t in names if t in {*self.update, *tables}],
+                           reset=[t for t in names if t in {*self.reset, *tables}])
+
 
 def plan_refresh(graph: PipelineGraph, selection: RefreshSelection) -> RefreshPlan:
     tables = [t.name for t in graph.tables()]

@@ -68,7 +68,10 @@ class PipelineUpdate:
         timeline.mark_first_job(self.spark)
         tables = [t.name for t in self.graph.tables()]
         plan = plan_refresh(self.graph, selection or RefreshSelection())
+        if unfinished := self.warehouse.unfinished_reset():  # a full refresh was cut short
+            plan = plan.with_reset(self.graph, unfinished)
         self._reset = set(plan.reset)
+        self.warehouse.begin_reset(plan.reset)
         with timeline.span(UPDATE, "reset tables"):
             self.warehouse.reset(self.spark, {name: [f.name for f in self.graph.flows_into(name)]
                                               for name in plan.reset})
@@ -88,6 +91,7 @@ class PipelineUpdate:
             first_error = next((e for e in errors if e is not None), None)
             if first_error is not None:
                 raise first_error
+            self.warehouse.end_reset()  # every reset table is recomputed
             with timeline.span(UPDATE, "row counts"):
                 self.result.table_rows = {name: self.warehouse.row_count(self.spark, name)
                                           for name in tables}

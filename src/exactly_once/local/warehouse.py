@@ -6,6 +6,7 @@
     <warehouse>/_pipeline/auto_cdc/<target>/            AUTO CDC key state (SCD1) or journal (SCD2)
     <warehouse>/_pipeline/auto_cdc/<target>__rejected/  AUTO CDC rows with a NULL key or sequence
     <warehouse>/_pipeline/lock                          the update lock (see lock.py)
+    <warehouse>/_pipeline/reset.json                    tables a full refresh is resetting
 
 This module is the one place that knows the layout, so the runtime, the event log and the quality
 tools cannot disagree about it; whether a Delta table exists at a path is `delta_log`'s to say.
@@ -15,6 +16,8 @@ paths.
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -120,6 +123,31 @@ class Warehouse:
     def reset_checkpoint(self, flow: str) -> None:
         """Forget what `flow` has read: its next run reads its sources from the start."""
         shutil.rmtree(self.checkpoint_path(flow), ignore_errors=True)
+
+    def reset_intent_path(self) -> Path:
+        return self.root / PIPELINE_DIR / "reset.json"
+
+    def unfinished_reset(self) -> list[str]:
+        """The tables of a full refresh whose update did not finish (killed, or failed): the
+        next update resets them again. A reset deletes a table, its state and checkpoints one
+        after the other, so a kill in between can leave a table without its checkpoint's
+        data, or part of a table's log; only a whole reset and recompute is safe."""
+        path = self.reset_intent_path()
+        return list(json.loads(path.read_text(encoding="utf-8"))) if path.is_file() else []
+
+    def begin_reset(self, tables: list[str]) -> None:
+        """Record `tables` as being reset (atomically) before anything of them is deleted."""
+        if not tables:
+            return
+        path = self.reset_intent_path()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f".{path.name}.tmp")
+        partial.write_text(json.dumps(sorted(tables)), encoding="utf-8")
+        os.replace(partial, path)
+
+    def end_reset(self) -> None:
+        """The update that reset the tables recomputed them all."""
+        self.reset_intent_path().unlink(missing_ok=True)
 
     def reset(self, spark: SparkSession, tables: dict[str, list[str]]) -> None:
         """Full refresh of `tables` (table -> the flows writing it): drop each table with the
