@@ -40,7 +40,11 @@ demo: setup
 	$(BIN)/exactly-once run
 
 # Lint first: CI runs only `make test`, and the style and type checks are part of passing.
-test: test-setup lint
+# The set-up's parts are independent (pip, Maven, the Go build of the Databricks CLI, dbx's pip,
+# apt), so they and lint (once the venv is there) are made in parallel: the downloads overlap
+# the Go build, which alone takes minutes. Each part's output is kept together.
+test:
+	$(MAKE) -j4 --output-sync=target test-setup lint
 	$(BIN)/pytest
 
 # Style, then types (mypy reads its settings, `files = src` included, from pyproject.toml).

@@ -2,9 +2,11 @@
 middle of an update, and records that retention deleted before the pipeline read them.
 
 Each failed update ends within a bound with one line on stderr (exit 1, no traceback) saying what
-happened and what to do, and doing that leads to the tables the model expects. The failing run
-is the real CLI in a process of its own (its stderr is what a user sees); the runs around it run
-in-process (`run_pipeline`, the same update without a second JVM start).
+happened and what to do, and doing that leads to the tables the model expects. The run the
+broker dies under is the real CLI in a process of its own (its stderr, and the JVM's log, are
+what a user sees); the data-loss run is the same command in this process (`cli.main` in the
+shared Spark session: the line is the command's, not the process's), and the runs around them
+run in-process (`run_pipeline`, the same update without a second JVM start).
 """
 
 from __future__ import annotations
@@ -22,14 +24,16 @@ import pytest
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 from helpers import order, reward
 from reference import Delivered
-from test_cli_errors import covers, only_error_line
+from test_cli_errors import covers, in_process_error_line, only_error_line
 from test_end_to_end import assert_tables_match, consume_all
 
+from exactly_once import cli as cli_module
 from exactly_once.config import load_settings
 from exactly_once.errors import DataLossError, SourceUnavailableError
 from exactly_once.kafka import broker
 from exactly_once.kafka.kcat import KafkaRecord
 from exactly_once.kafka.producer import produce_records
+from exactly_once.local import session
 from exactly_once.local.pipeline import run_pipeline
 
 pytestmark = pytest.mark.kafka
@@ -42,6 +46,12 @@ NOW = datetime.now(timezone.utc).replace(microsecond=0) - timedelta(minutes=30)
 # other flows, writing the event log and stopping Spark on a busy machine. Kafka's and Spark's
 # defaults took 205 s here (3 x 60 s of admin calls, then the same).
 KILL_TO_EXIT_BOUND = 120
+# The killed run waits with these (`run --set`): seconds, not conf/base.yml's minute, for the same
+# line through the same settings (the driver: 1 x (5 s + 1 s); a task: 5 s + 5 s). A healthy
+# local broker answers in milliseconds. test_the_configured_timeouts_keep_the_bound checks what
+# conf/base.yml's values give.
+SHORT_TIMEOUTS = ("kafka.request_timeout_ms=5000", "kafka.default_api_timeout_ms=5000",
+                  "kafka.poll_timeout_ms=5000", "kafka.fetch_offset_retries=1")
 
 
 @pytest.fixture
@@ -98,7 +108,8 @@ def test_a_broker_killed_mid_update_ends_it_in_one_line_and_the_next_run_complet
     # Micro-batches of 2 offsets: the broker dies after bronze's first, with more to read.
     batch = "kafka.max_offsets_per_trigger=2"
     run = cli(tmp_path / "home", "run", "--quiet", "--warehouse", str(warehouse),
-              "--bootstrap-servers", bootstrap, "--set", batch)
+              "--bootstrap-servers", bootstrap, "--set", batch,
+              *(arg for setting in SHORT_TIMEOUTS for arg in ("--set", setting)))
     first_batch = warehouse / "bronze_kafka_events" / "_delta_log" / "00000000000000000001.json"
     deadline = time.monotonic() + 300
     while not first_batch.exists() and run.poll() is None and time.monotonic() < deadline:
@@ -120,6 +131,17 @@ def test_a_broker_killed_mid_update_ends_it_in_one_line_and_the_next_run_complet
     broker.start(port=own_broker.port, home=own_broker.home)
     run_pipeline(spark, settings_for(bootstrap), warehouse)
     assert_tables_match(spark, warehouse, consume_all(bootstrap, TOPICS))
+
+
+def test_the_configured_timeouts_keep_the_bound():
+    """What the killed run above would wait with conf/base.yml's settings (it waits with
+    SHORT_TIMEOUTS, through the same settings, so that they reach the Kafka source is tested
+    there): the longer of the driver's offset look-ups and a task's read, with what README and
+    the settings' comments promise (about 63 s) and room for the rest of the failing update."""
+    kafka = load_settings("local").kafka
+    driver = kafka.fetch_offset_retries * (kafka.default_api_timeout_ms + 1000) / 1000
+    task = (kafka.poll_timeout_ms + kafka.default_api_timeout_ms) / 1000
+    assert max(driver, task) <= 63 <= KILL_TO_EXIT_BOUND - 45, (driver, task)
 
 
 def set_retention(bootstrap: str, topics: list[str], ms: str | None) -> None:
@@ -153,7 +175,7 @@ def wait_for_log_start(bootstrap: str, expected: dict[tuple[str, int], int],
 
 @covers(DataLossError)
 def test_records_deleted_by_retention_before_they_were_read_stop_the_update_in_one_line(
-        spark, own_broker, tmp_path):
+        spark, own_broker, tmp_path, monkeypatch, capsys):
     bootstrap = own_broker.bootstrap
     broker.ensure_topics(bootstrap, {"orders": 2, "player-rewards": 1})
 
@@ -182,11 +204,12 @@ def test_records_deleted_by_retention_before_they_were_read_stop_the_update_in_o
     set_retention(bootstrap, TOPICS, None)
     produce_records(bootstrap, [upsert("o1", 5, 0), grant(6)])
 
-    run = cli(tmp_path / "home", "run", "--quiet", "--warehouse", str(warehouse),
-              "--bootstrap-servers", bootstrap)
-    code, stderr = finish(run, timeout=300)
+    monkeypatch.setattr(session, "build_session", lambda *args, **kwargs: spark)
+    monkeypatch.setattr(spark, "stop", lambda: None)
+    code = cli_module.main(["run", "--quiet", "--warehouse", str(warehouse),
+                     "--bootstrap-servers", bootstrap])
     assert code == 1
-    assert only_error_line(stderr) == (
+    assert in_process_error_line(capsys) == (
         f"flow `bronze_kafka_events` failed: Kafka at {bootstrap} no longer has records the "
         "pipeline had not read (deleted by retention, or with their topic): orders partition 0 "
         "offsets 1-3, partition 1 offsets 1-2; player-rewards partition 0 offsets 1-4; they are "

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 
 from pyspark.sql import functions as F
 
 from exactly_once import cli
 from exactly_once.config import load_quality
+from exactly_once.local import session
 from exactly_once.quality.gx_suites import applicable_rules, build_suite
 
 
@@ -42,7 +41,8 @@ def test_pipeline_output_passes_and_data_docs_are_built(validated):
         assert list((data_docs / "validations" / suite).rglob("*.html")), suite
 
 
-def test_a_broken_rule_fails_validation_with_a_non_zero_exit(spark, quality_run, tmp_path):
+def test_a_broken_rule_fails_validation_with_a_non_zero_exit(spark, quality_run, tmp_path,
+                                                              monkeypatch, capsys):
     broken = tmp_path / "warehouse"
     shutil.copytree(quality_run.warehouse, broken)
     # A gold row that repeats a player with negative XP; a silver event of an unknown type.
@@ -53,12 +53,14 @@ def test_a_broken_rule_fails_validation_with_a_non_zero_exit(spark, quality_run,
     silver.limit(1).withColumn("event_type", F.lit("order_exploded")) \
         .write.format("delta").mode("append").save(str(broken / "silver_orders"))
 
-    # The command as users run it, in a process (and Spark session) of its own.
-    done = subprocess.run([sys.executable, "-m", "exactly_once.cli", "quality", "validate",
-                           "--warehouse", str(broken), "--data-docs", str(tmp_path / "docs")],
-                          capture_output=True, text=True, timeout=600)
-    out = done.stdout
-    assert done.returncode == 2, out + done.stderr[-3000:]
+    # The command as users run it, in this process's Spark session (as tests/test_timeline.py
+    # runs `run`): its exit code and output are the command's, not the process's.
+    monkeypatch.setattr(session, "build_session", lambda *args, **kwargs: spark)
+    monkeypatch.setattr(spark, "stop", lambda: None)
+    code = cli.main(["quality", "validate", "--warehouse", str(broken),
+                     "--data-docs", str(tmp_path / "docs")])
+    out, err = capsys.readouterr()
+    assert code == 2, out + err[-3000:]
     assert "✗ player_xp" in out and "✗ silver_orders" in out and "✓ orders" in out
     assert "expect_column_values_to_be_unique (player_id)" in out
     assert "expect_column_values_to_be_between (total_xp)" in out
