@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import threading
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,7 @@ from exactly_once.local.timeline import WAIT_FOR_UPSTREAM, Span, Timeline
 from exactly_once.local.warehouse import Warehouse
 from exactly_once.quality.dashboard import build_dashboard
 from exactly_once.quality.graph_view import STATUS_COLORS, collect_graph, graph_svg
+from exactly_once.quality.serve import LivePage, dashboard_server
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
@@ -195,3 +198,32 @@ def test_node_colors_follow_the_latest_update(spark, tmp_path):
         assert f'stroke="{color}"' in node, name
     assert "last ran in update #1" in svg and "never ran" in svg
     assert view.nodes["b"].runs[0].seconds == pytest.approx(2.0)  # the wait is not its time
+
+
+def test_the_served_dashboard_reloads_itself_and_shows_each_new_update(spark, quality_run,
+                                                                       tmp_path):
+    """`quality dashboard --serve`: the page asks to be reloaded, and a request after the event
+    log's next commit (one per update) gets a page with that update."""
+    warehouse = tmp_path / "warehouse"
+    shutil.copytree(quality_run.warehouse, warehouse)
+    out = tmp_path / "site" / "dashboard.html"
+    page = LivePage(out, Warehouse(warehouse).event_log_path(), lambda: build_dashboard(
+        spark, warehouse, out, refresh_seconds=3))
+    page.build()
+    server = dashboard_server(page, 0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_port}/"
+    try:
+        first = urllib.request.urlopen(url, timeout=60).read().decode()
+        assert '<meta http-equiv="refresh" content="3">' in first
+        assert "Pipeline graph · update #1<" in first and 'data-node="orders"' in first
+        event_log.append(spark, Warehouse(warehouse), [FlowResult(
+            "orders", "orders", "auto_cdc", status="FAILED", error="flow `orders` failed")],
+            "next-update")
+        second = urllib.request.urlopen(url, timeout=120).read().decode()
+        assert "Pipeline graph · update #2<" in second
+        assert re.search(r'data-node="orders" data-status="FAILED"', second)
+        assert re.search(r'data-node="silver_orders" data-status="SKIPPED"', second)
+    finally:
+        server.shutdown()
+        server.server_close()

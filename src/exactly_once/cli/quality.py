@@ -29,6 +29,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     dash.add_argument("--output", type=Path, default=DEFAULT_DASHBOARD)
     dash.add_argument("--data-docs", type=Path, default=DEFAULT_DATA_DOCS,
                       help="Data Docs to link to, when built")
+    dash.add_argument("--serve", action="store_true", help="serve it on 127.0.0.1 until "
+                      "stopped, rebuilt when the pipeline commits an update (e.g. while "
+                      "`run --continuous` runs); the page reloads itself")
+    dash.add_argument("--port", type=common.positive, default=8050,
+                      help="with --serve (default 8050)")
+    dash.add_argument("--refresh-every", type=common.positive, default=10, metavar="SECONDS",
+                      help="with --serve: how often the page reloads (default 10)")
     for p in (validate, dash):  # the Databricks job passes --target after the subcommand
         p.add_argument("--target", default=argparse.SUPPRESS, help="settings target")
 
@@ -74,8 +81,37 @@ def handle_dashboard(args: argparse.Namespace) -> int:
         raise CliError(f"no warehouse at {warehouse}; run `exactly-once run` first")
     spark = _session(args)
     try:
+        if args.serve:
+            return _serve(args, spark, warehouse)
         data = build_dashboard(spark, warehouse, args.output, data_docs=args.data_docs)
     finally:
         spark.stop()
     print(f"dashboard of {len(data.updates)} update(s) written to {args.output.resolve()}")
+    return 0
+
+
+def _serve(args: argparse.Namespace, spark, warehouse: Path) -> int:
+    import threading
+
+    from exactly_once.local.continuous import StopRequest
+    from exactly_once.local.warehouse import Warehouse
+    from exactly_once.quality.dashboard import build_dashboard
+    from exactly_once.quality.serve import HOST, LivePage, dashboard_server
+
+    page = LivePage(args.output, Warehouse(warehouse).event_log_path(), lambda: build_dashboard(
+        spark, warehouse, args.output, data_docs=args.data_docs,
+        refresh_seconds=args.refresh_every))
+    page.build()  # before the first request: no event log yet is a one-line error
+    try:
+        server = dashboard_server(page, args.port)
+    except OSError as err:
+        raise CliError(f"cannot serve on {HOST}:{args.port}: {err.strerror}") from None
+    print(f"dashboard at http://{HOST}:{server.server_port}/ (reloads every "
+          f"{args.refresh_every}s; Ctrl-C to stop)", flush=True)
+    with StopRequest(stopping="stopping the server") as stop:
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        stop.event.wait()
+        server.shutdown()
+    server.server_close()
     return 0

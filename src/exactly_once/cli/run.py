@@ -1,4 +1,5 @@
-"""`exactly-once run`: one triggered update of the pipeline into the local warehouse."""
+"""`exactly-once run`: one triggered update of the pipeline into the local warehouse, or with
+`--continuous` updates every trigger interval until SIGINT / SIGTERM (local/continuous.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 from exactly_once.cli import common
 from exactly_once.config import resolve_source
+from exactly_once.errors import SettingsError
 from exactly_once.paths import PROFILES_DIR, SPARK_LOG
 
 
@@ -36,12 +38,32 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--profile-output", type=Path, metavar="FILE",
                         help=f"where --profile writes the trace (default: {PROFILES_DIR}/"
                         "update-<id>.json)")
+    parser.add_argument("--continuous", action="store_true", help="run updates until SIGINT or "
+                        "SIGTERM, one every trigger interval; a stop lets the current update "
+                        "finish, then exits 0")
+    parser.add_argument("--trigger-interval", type=_interval, default=None, metavar="INTERVAL",
+                        help="with --continuous: how often an update starts, e.g. 10s, 500ms, "
+                        "1 minute (default: 10s)")
+
+
+def _interval(text: str) -> float:
+    from exactly_once.local.continuous import parse_interval
+
+    try:
+        return parse_interval(text)
+    except SettingsError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def handle(args: argparse.Namespace) -> int:
     if args.full_refresh_all and (args.refresh or args.full_refresh):
         args.parser.error("--full-refresh-all cannot be combined with --refresh or "
                           "--full-refresh")
+    if args.trigger_interval is not None and not args.continuous:
+        args.parser.error("--trigger-interval needs --continuous")
+    if args.continuous and args.profile:
+        args.parser.error("--profile profiles one update; it cannot be combined with "
+                          "--continuous")
     settings = common.settings(args)
     settings = dataclasses.replace(settings, source=resolve_source(settings.source))
     if settings.source == "kafka":
@@ -53,6 +75,8 @@ def handle(args: argparse.Namespace) -> int:
     from exactly_once.local.timeline import Timeline
 
     progress = Progress(quiet=args.quiet)
+    if args.continuous:
+        return _continuous(args, settings, progress)
     timeline = Timeline(spark_jobs=args.profile)
     spark = session.build_session(args.warehouse, log_level="OFF", jvm_log=SPARK_LOG)
     try:
@@ -70,4 +94,25 @@ def handle(args: argparse.Namespace) -> int:
         print(Progress.top_costs(timeline))
         print(f"Trace (open in https://ui.perfetto.dev or chrome://tracing): {trace}")
     print(f"Delta tables in {args.warehouse.resolve()}")
+    return 0
+
+
+def _continuous(args: argparse.Namespace, settings, progress) -> int:
+    from exactly_once.local import continuous, session
+
+    interval = args.trigger_interval or continuous.parse_interval(
+        continuous.DEFAULT_TRIGGER_INTERVAL)
+    # Signals are handled from before the JVM starts: a stop during start-up ends the run
+    # before its first update.
+    with continuous.StopRequest() as stop:
+        spark = session.build_session(args.warehouse, log_level="OFF", jvm_log=SPARK_LOG)
+        try:
+            result = continuous.run_continuous(
+                spark, settings, args.warehouse, interval, stop,
+                full_refresh=args.full_refresh_all or common.flat(args.full_refresh),
+                refresh=common.flat(args.refresh), progress=progress,
+                after_update=lambda update: print(continuous.update_line(update), flush=True))
+        finally:
+            spark.stop()
+    print(result.summary(bronze="bronze_kafka_events", quarantine="quarantine"))
     return 0

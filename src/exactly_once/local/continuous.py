@@ -63,7 +63,8 @@ class StopRequest:
 
     SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
-    def __init__(self) -> None:
+    def __init__(self, stopping: str = "stopping after the current update") -> None:
+        self.stopping = stopping  # what the first signal prints
         self.event = threading.Event()
         self.signal: str | None = None
         self._previous: dict[int, Any] = {}
@@ -83,8 +84,7 @@ class StopRequest:
             raise KeyboardInterrupt  # the second signal: stop now
         self.set(signal.Signals(signum).name)
         # os.write, not print: the main thread may be inside a write to stderr right now.
-        os.write(2, f"{self.signal}: stopping after the current update "
-                    "(again to stop at once)\n".encode())
+        os.write(2, f"{self.signal}: {self.stopping} (again to stop at once)\n".encode())
 
     def __enter__(self) -> StopRequest:
         for sig in self.SIGNALS:
@@ -113,6 +113,14 @@ class ContinuousResult:
                 f"{len(self.updates)} update{'' if len(self.updates) == 1 else 's'} in "
                 f"{self.seconds:.1f}s: {self.total('input_rows', bronze):,} records in, "
                 f"{self.total('output_rows', quarantine):,} quarantined")
+
+
+def update_line(update: UpdateResult, bronze: str = "bronze_kafka_events",
+                quarantine: str = "quarantine") -> str:
+    """What a continuous run prints after each update."""
+    return (f"update {update.update_id[:8]} finished in {update.seconds:.1f}s: "
+            f"{update.flow_input(bronze):,} records in, {update.flow_output(quarantine):,} "
+            "quarantined")
 
 
 def run_continuous(spark: SparkSession, settings: Settings, warehouse: Path,
