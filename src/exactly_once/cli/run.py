@@ -106,6 +106,7 @@ def _continuous(args: argparse.Namespace, settings, progress) -> int:
     # before its first update.
     with continuous.StopRequest() as stop:
         spark = session.build_session(args.warehouse, log_level="OFF", jvm_log=SPARK_LOG)
+        stop.install()  # over the SIGINT handler the SparkContext just installed
         try:
             result = continuous.run_continuous(
                 spark, settings, args.warehouse, interval, stop,

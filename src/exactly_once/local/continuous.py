@@ -86,9 +86,15 @@ class StopRequest:
         # os.write, not print: the main thread may be inside a write to stderr right now.
         os.write(2, f"{self.signal}: {self.stopping} (again to stop at once)\n".encode())
 
-    def __enter__(self) -> StopRequest:
+    def install(self) -> None:
+        """(Re)install the handlers: PySpark's SparkContext replaces SIGINT's with one that
+        cancels every job, so call this again once the session is built."""
         for sig in self.SIGNALS:
-            self._previous[sig] = signal.signal(sig, self._handle)
+            previous = signal.signal(sig, self._handle)
+            self._previous.setdefault(sig, previous)
+
+    def __enter__(self) -> StopRequest:
+        self.install()
         return self
 
     def __exit__(self, *exc_info: object) -> None:

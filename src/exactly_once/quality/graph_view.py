@@ -35,7 +35,7 @@ from exactly_once.local.timeline import WAIT_FOR_UPSTREAM
 QUARANTINE = "quarantine"
 STATUS_COLORS = {"COMPLETED": ("#057a55", "#def7ec"), "FAILED": ("#c81e1e", "#fde8e8"),
                  "SKIPPED": ("#7b8794", "#eef0f2")}
-NODE_W, NODE_H, GAP_X, GAP_Y, PAD = 196, 84, 52, 18, 12
+NODE_W, NODE_H, GAP_X, GAP_Y, PAD = 190, 84, 44, 18, 12
 
 
 @dataclass
