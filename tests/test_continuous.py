@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from reference import Delivered, expected_tables, quarantined_offsets, xp_ledger, xp_totals
 
+from exactly_once.errors import SettingsError
 from exactly_once.kafka.generator import GeneratorConfig, generate_stream
 from exactly_once.kafka.kcat import as_consumed, write_kcat_jsonl
 from exactly_once.local.continuous import parse_interval
@@ -36,7 +37,7 @@ def test_trigger_intervals_read_as_spark_reads_them():
     assert [parse_interval(t) for t in ("10s", "500ms", "2 minutes", "1h", "3", "1.5 sec")] \
         == [10.0, 0.5, 120.0, 3600.0, 3.0, 1.5]
     for bad in ("0s", "ten", "5 days", "-1s"):
-        with pytest.raises(Exception, match="not a trigger interval"):
+        with pytest.raises(SettingsError, match="not a trigger interval"):
             parse_interval(bad)
 
 

@@ -98,6 +98,7 @@ class GraphView:
         passed, failed = sum(p for p, _ in checks), sum(f for _, f in checks)
         return {
             "ran": bool(runs),
+            "has_expectations": bool(checks),
             "rows_written": sum(r.rows_written for r in runs),
             "seconds": round(sum(seconds), 3) if seconds else None,
             "pass_rate": passed / (passed + failed) if passed + failed else None,
@@ -259,7 +260,8 @@ def _node(view: GraphView, node: Node) -> str:
         last = node.runs[0].update if node.runs else None
         line2 = f"skipped · last ran in update #{last}" if last else "never ran"
     rate = m["pass_rate"]
-    line3 = "no expectations" if rate is None else f"expectations {rate * 100:.1f}% passed"
+    line3 = (f"expectations {rate * 100:.1f}% passed" if rate is not None
+             else "expectations: no records" if m["has_expectations"] else "no expectations")
     line4 = "" if m["quarantined"] is None else f"quarantined {m['quarantined']:,}"
     attrs = {"data-node": node.name, "data-status": node.status, "data-level": node.level,
              "data-rows-written": m["rows_written"] if m["ran"] else "",
@@ -274,11 +276,12 @@ def _node(view: GraphView, node: Node) -> str:
             f'stroke="{stroke}" stroke-width="1.5"/>'
             f'<rect x="{x}" y="{y}" width="6" height="{NODE_H}" rx="3" fill="{stroke}"/>'
             f'<text class="name" x="{x + 14}" y="{y + 18}">{_esc(node.name)}</text>'
-            f'<text class="status" x="{x + NODE_W - 10}" y="{y + 18}" text-anchor="end" '
-            f'fill="{stroke}">{node.status}</text>'
             f'<text x="{x + 14}" y="{y + 39}">{_esc(line2)}</text>'
             f'<text x="{x + 14}" y="{y + 57}">{_esc(line3)}</text>'
-            f'<text x="{x + 14}" y="{y + 75}">{_esc(line4)}</text></g>')
+            f'<text x="{x + 14}" y="{y + 75}">{_esc(line4)}</text>'
+            # Bottom right, where no line of text reaches: a long name would run into it above.
+            f'<text class="status" x="{x + NODE_W - 8}" y="{y + 75}" text-anchor="end" '
+            f'fill="{stroke}">{node.status}</text></g>')
 
 
 def graph_svg(view: GraphView) -> str:
