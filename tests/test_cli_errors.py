@@ -225,7 +225,7 @@ def test_a_message_of_several_lines_is_printed_as_one(capsys, monkeypatch):
     def broker_log_tail(args):
         raise BrokerError("broker exited during startup:\nERROR one\n\n  ERROR two  ")
 
-    monkeypatch.setattr(cli, "cmd_broker", broker_log_tail)
+    monkeypatch.setattr(cli.broker, "handle", broker_log_tail)
     assert cli.main(["broker", "status"]) == 1
     assert in_process_error_line(capsys) == \
         "broker exited during startup: | ERROR one | ERROR two"

@@ -30,12 +30,21 @@ def run_pipeline(spark: SparkSession, settings: Settings, warehouse: Path,
     `timeline`: where the update records its phases (`Timeline(spark_jobs=True)` also counts
     Spark jobs); the result carries it either way.
     """
+    with WarehouseLock(warehouse):
+        return run_update(spark, settings, warehouse, full_refresh, progress, pipelines_dir,
+                          refresh, timeline)
+
+
+def run_update(spark: SparkSession, settings: Settings, warehouse: Path,
+               full_refresh: bool | Sequence[str] = False, progress: Progress | None = None,
+               pipelines_dir: Path = PIPELINES_DIR, refresh: Sequence[str] = (),
+               timeline: Timeline | None = None) -> UpdateResult:
+    """`run_pipeline` for a caller that holds the warehouse's lock already (continuous.py holds
+    it across its updates)."""
     selection = RefreshSelection.of(full_refresh, refresh)
     for key, value in settings.to_conf().items():
         spark.conf.set(key, value)  # what the bundle's pipeline `configuration` does on Databricks
     timeline = timeline or Timeline()
-    with WarehouseLock(warehouse):
-        with timeline.span(UPDATE, "load pipeline files"):
-            graph = load_graph(spark, pipeline_files(pipelines_dir))
-        return PipelineUpdate(spark, graph, Warehouse(warehouse), progress,
-                              timeline).run(selection)
+    with timeline.span(UPDATE, "load pipeline files"):
+        graph = load_graph(spark, pipeline_files(pipelines_dir))
+    return PipelineUpdate(spark, graph, Warehouse(warehouse), progress, timeline).run(selection)

@@ -5,7 +5,8 @@ Everything it shows comes from Delta tables in the warehouse, read with Spark:
 * `event_log` (flow_progress rows, see local/event_log.py): expectation pass/fail per update,
   duplicates dropped, stale updates ignored, late events, records dropped and quarantined;
 * `quarantine`: records by rule (`explode(errors)`);
-* every table: its row count.
+* every table: its row count;
+* the pipeline graph and each dataset's flow history (graph_view.py, from the event log).
 
 Charts are inline SVG drawn here; the file needs no server and no network. When Data Docs exist
 the page links to their index and to each suite's latest validation page.
@@ -25,6 +26,7 @@ from exactly_once.errors import QualityError
 from exactly_once.local.delta_log import is_delta_table
 from exactly_once.local.event_log import PIPELINE_NAME
 from exactly_once.local.warehouse import EVENT_LOG_DIR, Warehouse
+from exactly_once.quality.graph_view import GraphView, collect_graph, graph_svg
 from exactly_once.quality.paths import DEFAULT_DASHBOARD
 from exactly_once.quality.template import DASHBOARD
 
@@ -39,6 +41,7 @@ class DashboardData:
     quarantine: list[tuple[str, int]]
     quarantine_total: int
     tables: list[dict]
+    graph: GraphView | None = None
 
 
 def collect(spark: SparkSession, warehouse: Path) -> DashboardData:
@@ -115,7 +118,8 @@ def collect(spark: SparkSession, warehouse: Path) -> DashboardData:
             continue
         tables.append({"name": path.name,
                        "rows": spark.read.format("delta").load(str(path.resolve())).count()})
-    return DashboardData(ordered, expectations, history, quarantine, total, tables)
+    graph = collect_graph(spark, log_path, [str(t["name"]) for t in tables])
+    return DashboardData(ordered, expectations, history, quarantine, total, tables, graph)
 
 
 # -- inline SVG charts -------------------------------------------------------------------------
@@ -203,8 +207,26 @@ def _data_docs_links(data_docs: Path | None, output: Path) -> dict | None:
     return {"index": rel(data_docs / "index.html"), "suites": suites}
 
 
+# Updates listed per dataset in its flow history (a continuous run makes many).
+HISTORY_UPDATES = 50
+
+
+def _histories(graph: GraphView | None) -> list[dict]:
+    if graph is None:
+        return []
+    histories = []
+    for name in sorted(graph.nodes):
+        node = graph.nodes[name]
+        shown = sorted({r.update for r in node.runs}, reverse=True)[:HISTORY_UPDATES]
+        histories.append({"name": name, "status": node.status,
+                          "runs": [r for r in node.runs if r.update in shown],
+                          "updates": len({r.update for r in node.runs}), "shown": len(shown)})
+    return histories
+
+
 def render(data: DashboardData, output: Path, data_docs: Path | None = None,
-           event_log: str = EVENT_LOG_DIR) -> str:
+           event_log: str = EVENT_LOG_DIR, refresh_seconds: int | None = None) -> str:
+    """The page; `refresh_seconds`: the browser reloads it that often (a served dashboard)."""
     from jinja2 import Environment
 
     latest = data.updates[-1] if data.updates else None
@@ -235,12 +257,20 @@ def render(data: DashboardData, output: Path, data_docs: Path | None = None,
         event_log=event_log, updates=data.updates, latest=latest, kpis=kpis,
         expectations=data.expectations, quarantine_total=data.quarantine_total,
         tables=data.tables, charts={k: Markup(v) for k, v in charts.items()},
-        data_docs=_data_docs_links(data_docs, output))
+        data_docs=_data_docs_links(data_docs, output), refresh_seconds=refresh_seconds,
+        graph=Markup(graph_svg(data.graph)) if data.graph else None,
+        latest_update=data.graph.latest_update if data.graph else 0,
+        histories=_histories(data.graph))
 
 
 def build_dashboard(spark: SparkSession, warehouse: Path, output: Path = DEFAULT_DASHBOARD,
-                    data_docs: Path | None = None) -> DashboardData:
+                    data_docs: Path | None = None,
+                    refresh_seconds: int | None = None) -> DashboardData:
     data = collect(spark, warehouse)
     output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(render(data, output, data_docs, str(Warehouse(warehouse).event_log_path())))
+    # Written aside and renamed: a browser (or the server) never reads half a page.
+    partial = output.with_name(f".{output.name}.tmp")
+    partial.write_text(render(data, output, data_docs, str(Warehouse(warehouse).event_log_path()),
+                              refresh_seconds))
+    partial.replace(output)
     return data

@@ -5,6 +5,7 @@ DASHBOARD = r"""<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
+{% if refresh_seconds %}<meta http-equiv="refresh" content="{{ refresh_seconds }}">{% endif %}
 <title>exactly-once · data quality</title>
 <style>
   body { font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #1f2933; background: #f5f7fa; }
@@ -24,6 +25,13 @@ DASHBOARD = r"""<!doctype html>
   .legend span { display: inline-block; margin-right: 12px; font-size: 12px; }
   .sw { display: inline-block; width: 10px; height: 10px; margin-right: 4px; }
   a { color: #1a56db; }
+  #graph { margin-bottom: 16px; overflow-x: auto; }
+  svg.graph text { font: 12px system-ui, sans-serif; fill: #3e4c59; }
+  svg.graph text.name { font-weight: 600; fill: #1f2933; } svg.graph text.status { font-size: 10px; font-weight: 600; }
+  svg.graph g.node { cursor: pointer; } svg.graph g.node:hover rect:first-of-type, svg.graph g.node.open rect:first-of-type { stroke-width: 3; }
+  .history { display: none; } .history:target { display: block; }
+  .history td.b { font-size: 12px; color: #52606d; }
+  .st-COMPLETED { color: #057a55; } .st-FAILED { color: #c81e1e; } .st-SKIPPED { color: #7b8794; }
 </style>
 </head>
 <body>
@@ -41,6 +49,38 @@ update{{ '' if updates|length == 1 else 's' }}). Latest update
 {% for k in kpis %}<div class="kpi"><div class="v" data-kpi="{{ k.key }}">{{ "{:,}".format(k.value) }}</div>
 <div class="l">{{ k.label }} (latest update)</div></div>
 {% endfor %}</div>
+{% endif %}
+
+{% if graph %}
+<div class="card" id="graph">
+<h2>Pipeline graph · update #{{ latest_update }}</h2>
+{{ graph }}
+<div class="sub">Colored by each dataset's status in the latest update:
+<span class="st-COMPLETED">COMPLETED</span>, <span class="st-FAILED">FAILED</span>,
+<span class="st-SKIPPED">SKIPPED</span> (not refreshed, stopped upstream, or never run). Seconds are
+the flows' own time from the event log's timeline (waits for upstream left out); the pass rate counts
+expectation checks; quarantined: the records of that dataset the quarantine took. Click a dataset
+for its flow history.</div>
+{% for h in histories %}
+<section class="history" id="history-{{ h.name }}" data-history="{{ h.name }}">
+<h2>{{ h.name }}: flow history <span class="st-{{ h.status }}">{{ h.status }}</span></h2>
+<div class="sub">{{ h.updates }} update{{ '' if h.updates == 1 else 's' }} with a flow into it{% if h.shown < h.updates %}, the last {{ h.shown }} shown{% endif %}; newest first.</div>
+<table>
+<tr><th>update</th><th>flow</th><th>status</th><th class="n">micro-batches</th><th class="n">rows in</th>
+<th class="n">rows written</th><th class="n">seconds</th><th class="n">expectations passed</th><th>batches (rows in, seconds)</th></tr>
+{% for r in h.runs %}<tr data-run="{{ r.update }}" data-flow="{{ r.flow }}">
+<td>#{{ r.update }} <code>{{ r.update_id[:8] }}</code> {{ r.started }}</td><td>{{ r.flow }}</td>
+<td class="st-{{ r.status }}" title="{{ r.error or '' }}">{{ r.status }}</td>
+<td class="n" data-batches="{{ r.batches }}">{{ r.batches }}</td>
+<td class="n" data-rows-in="{{ r.rows_in }}">{{ "{:,}".format(r.rows_in) }}</td>
+<td class="n" data-rows-written="{{ r.rows_written }}">{{ "{:,}".format(r.rows_written) }}</td>
+<td class="n" data-seconds="{{ r.seconds if r.seconds is not none else '' }}">{{ "%.2f"|format(r.seconds) if r.seconds is not none else "-" }}</td>
+<td class="n">{% if r.passed is not none and (r.passed + r.failed) %}{{ "%.1f"|format(100 * r.passed / (r.passed + r.failed)) }}%{% else %}-{% endif %}</td>
+<td class="b">{% for b in r.micro_batches %}#{{ b[0] }}: {{ "{:,}".format(b[1]) }} ({{ "%.2f"|format(b[2]) }}s){{ ", " if not loop.last }}{% endfor %}</td></tr>
+{% endfor %}</table>
+</section>
+{% endfor %}
+</div>
 {% endif %}
 
 <div class="grid">
@@ -93,6 +133,23 @@ a record failing several rules counts under each.</div>
   // Marks the page as rendered (the headless-browser test checks it): counts the drawn charts.
   document.body.dataset.charts = document.querySelectorAll("svg.chart").length;
   document.body.dataset.bars = document.querySelectorAll("svg.chart rect.bar").length;
+  document.body.dataset.nodes = document.querySelectorAll("svg.graph g.node").length;
+  // A click on a dataset opens its history (#history-<name>, shown by :target); the open one is
+  // named on <body data-open> and its node outlined.
+  function opened() {
+    const section = document.getElementById(decodeURIComponent(location.hash.slice(1)));
+    const name = section && section.dataset.history ? section.dataset.history : "";
+    document.body.dataset.open = name;
+    document.querySelectorAll("svg.graph g.node").forEach(
+      n => n.classList.toggle("open", n.dataset.node === name));
+  }
+  document.querySelectorAll("svg.graph g.node").forEach(n => {
+    const open = () => { location.hash = "history-" + n.dataset.node; };
+    n.addEventListener("click", open);
+    n.addEventListener("keydown", e => { if (e.key === "Enter") open(); });
+  });
+  window.addEventListener("hashchange", opened);
+  opened();
 </script>
 </body>
 </html>

@@ -1,0 +1,47 @@
+"""`exactly-once`: the local platform's command line.
+
+    exactly-once broker start|stop|status      a local Apache Kafka broker (KRaft, loopback)
+    exactly-once produce FILE                  publish a `kcat -C -J` JSONL file
+    exactly-once generate [--events N ...]     publish a synthetic stream with redeliveries
+    exactly-once run [--source ...]            one triggered pipeline update into the warehouse
+    exactly-once quality validate|dashboard    Great Expectations + Data Docs; the HTML dashboard
+
+One module per command, each with `add_parser(subparsers)`; this one only builds the parser
+and dispatches. Errors print one line and exit non-zero; nothing here is meant to end in a
+traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from exactly_once.cli import broker, generate, produce, quality, run
+from exactly_once.errors import ExactlyOnceError
+
+COMMANDS = (broker, produce, generate, run, quality)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="exactly-once", description=__doc__.split("\n")[0])
+    parser.add_argument("--target", default="local", help="settings target in conf/targets")
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    for module in COMMANDS:
+        module.add_parser(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.handler(args)
+    except ExactlyOnceError as err:
+        print(f"exactly-once: error: {one_line(str(err))}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+def one_line(message: str) -> str:
+    """A message on one line: a broker's log tail, say, joined with ` | `."""
+    return " | ".join(line.strip() for line in message.splitlines() if line.strip())

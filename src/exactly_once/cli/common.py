@@ -1,0 +1,107 @@
+"""What several commands share: argument types, the settings a command runs with, the broker."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+
+from exactly_once.config import Settings, check_source, load_settings, setting_overrides
+from exactly_once.errors import SettingsError
+from exactly_once.paths import DEFAULT_WAREHOUSE
+
+# Partitions per topic when the CLI creates them: more than one, so ordering across partitions
+# is exercised as in production.
+TOPIC_PARTITIONS = 2
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def command(subparsers: argparse._SubParsersAction, name: str, handler: Handler,
+            help: str) -> argparse.ArgumentParser:
+    """Register subcommand `name`, run by `handler`. The parser rides along on the parsed
+    arguments, so a handler can report a bad combination of arguments as argparse does
+    (`args.parser.error(...)`, exit 2)."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(name, help=help, description=help)
+    parser.set_defaults(handler=handler, parser=parser)
+    return parser
+
+
+# -- settings and the broker -------------------------------------------------------------------
+def settings(args: argparse.Namespace) -> Settings:
+    """conf/ for `--target`, with this command's `--set`, `--bootstrap-servers`, `--source`."""
+    overrides = setting_overrides(getattr(args, "overrides", []), args.target)
+    if getattr(args, "bootstrap_servers", None):
+        overrides["exactly_once.kafka.bootstrap_servers"] = args.bootstrap_servers
+    if getattr(args, "source", None):
+        overrides["exactly_once.source"] = args.source
+    return load_settings(args.target, overrides=overrides)
+
+
+def require_broker(bootstrap: str) -> None:
+    from exactly_once.kafka import broker
+
+    broker.require_reachable(bootstrap)
+
+
+def ensure_topics(settings: Settings) -> None:
+    from exactly_once.kafka import broker
+
+    broker.ensure_topics(settings.kafka.bootstrap_servers,
+                         {t.kafka_topic: TOPIC_PARTITIONS for t in settings.topics.values()})
+
+
+# -- shared arguments ----------------------------------------------------------------------------
+def add_warehouse(parser: argparse.ArgumentParser, default: Path | None = DEFAULT_WAREHOUSE,
+                  help: str | None = None) -> None:
+    parser.add_argument("--warehouse", type=Path, default=default,
+                        help=help or f"the local warehouse (default: {DEFAULT_WAREHOUSE})")
+
+
+def add_bootstrap_servers(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--bootstrap-servers", help="Kafka brokers (default: from conf/)")
+
+
+# -- argument types: a bad value exits 2 with argparse's usage line ------------------------------
+def rate(text: str) -> float:
+    value = float(text)
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"a rate is between 0 and 1, got {text}")
+    return value
+
+
+def positive(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+    return value
+
+
+def timestamp(text: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an ISO-8601 timestamp: {text}") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+def names(text: str) -> list[str]:
+    """`a,b` -> [a, b]: a list as `spark-pipelines` and `databricks bundle run` spell it."""
+    found = [name.strip() for name in text.split(",") if name.strip()]
+    if not found:
+        raise argparse.ArgumentTypeError("a table name is needed")
+    return found
+
+
+def flat(groups: list[list[str]]) -> list[str]:
+    """`--refresh a,b c` -> [[a, b], [c]] -> [a, b, c]."""
+    return [name for group in groups for name in group]
+
+
+def source(text: str) -> str:
+    """The form of `--source`, checked as the settings check it."""
+    try:
+        return check_source(text)
+    except SettingsError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None

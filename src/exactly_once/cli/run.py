@@ -1,0 +1,119 @@
+"""`exactly-once run`: one triggered update of the pipeline into the local warehouse, or with
+`--continuous` updates every trigger interval until SIGINT / SIGTERM (local/continuous.py)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from pathlib import Path
+
+from exactly_once.cli import common
+from exactly_once.config import resolve_source
+from exactly_once.errors import SettingsError
+from exactly_once.paths import PROFILES_DIR, SPARK_LOG
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = common.command(subparsers, "run", handle, help="run the pipeline once (triggered)")
+    parser.add_argument("--source", type=common.source, help="`kafka` (default) or `file:PATH`: "
+                        "a kcat dump, a directory of dumps or a glob; new dumps are read by the "
+                        "next run")
+    common.add_warehouse(parser)
+    # As `databricks bundle run`: names separated by spaces or commas.
+    parser.add_argument("--refresh", type=common.names, nargs="+", default=[], action="extend",
+                        metavar="TABLE", help="update only these tables")
+    parser.add_argument("--full-refresh", type=common.names, nargs="+", default=[],
+                        action="extend", metavar="TABLE", help="reset these tables (data, "
+                        "checkpoints, AUTO CDC state), then recompute them")
+    parser.add_argument("--full-refresh-all", action="store_true",
+                        help="reset and recompute every table that allows it "
+                        "(pipelines.reset.allowed)")
+    common.add_bootstrap_servers(parser)
+    parser.add_argument("--set", dest="overrides", action="append", default=[],
+                        metavar="KEY=VALUE", help="a setting of conf/ for this update only, "
+                        "e.g. kafka.fail_on_data_loss=false")
+    parser.add_argument("--quiet", action="store_true", help="no per-batch progress")
+    parser.add_argument("--profile", action="store_true", help="count each phase's Spark jobs, "
+                        "print the top costs and write a trace (Chrome / Perfetto JSON)")
+    parser.add_argument("--profile-output", type=Path, metavar="FILE",
+                        help=f"where --profile writes the trace (default: {PROFILES_DIR}/"
+                        "update-<id>.json)")
+    parser.add_argument("--continuous", action="store_true", help="run updates until SIGINT or "
+                        "SIGTERM, one every trigger interval; a stop lets the current update "
+                        "finish, then exits 0")
+    parser.add_argument("--trigger-interval", type=_interval, default=None, metavar="INTERVAL",
+                        help="with --continuous: how often an update starts, e.g. 10s, 500ms, "
+                        "1 minute (default: 10s)")
+
+
+def _interval(text: str) -> float:
+    from exactly_once.local.continuous import parse_interval
+
+    try:
+        return parse_interval(text)
+    except SettingsError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def handle(args: argparse.Namespace) -> int:
+    if args.full_refresh_all and (args.refresh or args.full_refresh):
+        args.parser.error("--full-refresh-all cannot be combined with --refresh or "
+                          "--full-refresh")
+    if args.trigger_interval is not None and not args.continuous:
+        args.parser.error("--trigger-interval needs --continuous")
+    if args.continuous and args.profile:
+        args.parser.error("--profile profiles one update; it cannot be combined with "
+                          "--continuous")
+    settings = common.settings(args)
+    settings = dataclasses.replace(settings, source=resolve_source(settings.source))
+    if settings.source == "kafka":
+        common.require_broker(settings.kafka.bootstrap_servers)
+
+    from exactly_once.local import session
+    from exactly_once.local.pipeline import run_pipeline
+    from exactly_once.local.progress import Progress
+    from exactly_once.local.timeline import Timeline
+
+    progress = Progress(quiet=args.quiet)
+    if args.continuous:
+        return _continuous(args, settings, progress)
+    timeline = Timeline(spark_jobs=args.profile)
+    spark = session.build_session(args.warehouse, log_level="OFF", jvm_log=SPARK_LOG)
+    try:
+        result = run_pipeline(spark, settings, args.warehouse,
+                              full_refresh=args.full_refresh_all or common.flat(args.full_refresh),
+                              refresh=common.flat(args.refresh), progress=progress,
+                              timeline=timeline)
+    finally:
+        spark.stop()
+    print(progress.summary(result, bronze="bronze_kafka_events", quarantine="quarantine",
+                           late="late_events"))
+    if args.profile:
+        trace = timeline.write_chrome_trace(
+            args.profile_output or PROFILES_DIR / f"update-{result.update_id}.json")
+        print(Progress.top_costs(timeline))
+        print(f"Trace (open in https://ui.perfetto.dev or chrome://tracing): {trace}")
+    print(f"Delta tables in {args.warehouse.resolve()}")
+    return 0
+
+
+def _continuous(args: argparse.Namespace, settings, progress) -> int:
+    from exactly_once.local import continuous, session
+
+    interval = args.trigger_interval or continuous.parse_interval(
+        continuous.DEFAULT_TRIGGER_INTERVAL)
+    # Signals are handled from before the JVM starts: a stop during start-up ends the run
+    # before its first update.
+    with continuous.StopRequest() as stop:
+        spark = session.build_session(args.warehouse, log_level="OFF", jvm_log=SPARK_LOG)
+        stop.install()  # over the SIGINT handler the SparkContext just installed
+        try:
+            result = continuous.run_continuous(
+                spark, settings, args.warehouse, interval, stop,
+                full_refresh=args.full_refresh_all or common.flat(args.full_refresh),
+                refresh=common.flat(args.refresh), progress=progress,
+                after_update=lambda update: print(continuous.update_line(update), flush=True))
+        finally:
+            spark.stop()
+    print(result.summary(bronze="bronze_kafka_events", quarantine="quarantine"))
+    return 0

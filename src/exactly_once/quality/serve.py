@@ -1,0 +1,72 @@
+"""The dashboard served over HTTP while the pipeline runs (`quality dashboard --serve`).
+
+Standard library only (http.server), on the loopback interface. The page carries a
+`<meta http-equiv="refresh">`, so the browser asks again every few seconds; a request rebuilds it
+when the event log has a commit the page has not shown (a continuous run commits one per update),
+else serves the page as built. Delta readers see whole commits, so a rebuild while an update runs
+shows the updates finished so far. Other paths are files next to the page (the Data Docs it links).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable
+from functools import partial
+from http import HTTPStatus
+from http.server import HTTPServer, SimpleHTTPRequestHandler
+from pathlib import Path
+
+from exactly_once.errors import ExactlyOnceError
+from exactly_once.local.delta_log import latest_version
+
+HOST = "127.0.0.1"
+
+
+class LivePage:
+    """The page at `output`, rebuilt by `build` whenever the Delta table at `watched` moved on."""
+
+    def __init__(self, output: Path, watched: Path, build: Callable[[], object]):
+        self.output, self.watched, self._build = output, watched, build
+        self.built_version: int | None = None
+        self._lock = threading.Lock()
+
+    def build(self) -> None:
+        """Build the page now (errors raise: the first build's error is the command's)."""
+        with self._lock:
+            version = latest_version(self.watched)
+            self._build()
+            self.built_version = version
+
+    def current(self) -> bytes:
+        """The page, rebuilt first if the watched table has a commit it has not shown."""
+        if latest_version(self.watched) != self.built_version:
+            try:
+                self.build()
+            except ExactlyOnceError as err:  # keep the last page; say why, in one line
+                print(f"exactly-once: dashboard not rebuilt: {err}", file=sys.stderr)
+        return self.output.read_bytes()
+
+
+class _Handler(SimpleHTTPRequestHandler):
+    page: LivePage
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        if self.path.split("?")[0] not in ("/", f"/{self.page.output.name}"):
+            return super().do_GET()
+        body = self.page.current()
+        self.send_response(HTTPStatus.OK)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        pass  # one line per request would bury the command's own output
+
+
+def dashboard_server(page: LivePage, port: int) -> HTTPServer:
+    """A server of `page` on HOST:`port` (0: any free port); run it with serve_forever()."""
+    handler = type("DashboardHandler", (_Handler,), {"page": page})
+    return HTTPServer((HOST, port), partial(handler, directory=str(page.output.parent)))
