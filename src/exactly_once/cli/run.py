@@ -42,7 +42,7 @@ def handle(args: argparse.Namespace) -> int:
     if args.full_refresh_all and (args.refresh or args.full_refresh):
         args.parser.error("--full-refresh-all cannot be combined with --refresh or "
                           "--full-refresh")
-    settings = common.settings(args)
+    settings = common.settings_of(args)
     settings = dataclasses.replace(settings, source=resolve_source(settings.source))
     if settings.source == "kafka":
         common.require_broker(settings.kafka.bootstrap_servers)
