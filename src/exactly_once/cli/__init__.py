@@ -6,6 +6,8 @@
     exactly-once run [--source ...]            one triggered pipeline update into the warehouse
     exactly-once dry-run [--pipelines DIR]     validate the pipeline, reading and writing nothing
     exactly-once graph [--format mermaid|...]  the dataflow graph
+    exactly-once show TABLE [--limit N]        the first rows of a table of the warehouse
+    exactly-once events [--update ID]          the event log of an update, a line per event
     exactly-once quality validate|dashboard    Great Expectations + Data Docs; the HTML dashboard
 
 One module per command, each with `add_parser(subparsers)`; this one only builds the parser
@@ -18,10 +20,20 @@ from __future__ import annotations
 import argparse
 import sys
 
-from exactly_once.cli import broker, dry_run, generate, graph, produce, quality, run
+from exactly_once.cli import (
+    broker,
+    dry_run,
+    events,
+    generate,
+    graph,
+    produce,
+    quality,
+    run,
+    show,
+)
 from exactly_once.errors import ExactlyOnceError
 
-COMMANDS = (broker, produce, generate, run, dry_run, graph, quality)
+COMMANDS = (broker, produce, generate, run, dry_run, graph, show, events, quality)
 
 
 def build_parser() -> argparse.ArgumentParser:
