@@ -4,6 +4,10 @@
     exactly-once produce FILE                  publish a `kcat -C -J` JSONL file
     exactly-once generate [--events N ...]     publish a synthetic stream with redeliveries
     exactly-once run [--source ...]            one triggered pipeline update into the warehouse
+    exactly-once dry-run [--pipelines DIR]     validate the pipeline, reading and writing nothing
+    exactly-once graph [--format mermaid|...]  the dataflow graph
+    exactly-once show TABLE [--limit N]        the first rows of a table of the warehouse
+    exactly-once events [--update ID]          the event log of an update, a line per event
     exactly-once quality validate|dashboard    Great Expectations + Data Docs; the HTML dashboard
 
 One module per command, each with `add_parser(subparsers)`; this one only builds the parser
@@ -16,10 +20,20 @@ from __future__ import annotations
 import argparse
 import sys
 
-from exactly_once.cli import broker, generate, produce, quality, run
+from exactly_once.cli import (
+    broker,
+    dry_run,
+    events,
+    generate,
+    graph,
+    produce,
+    quality,
+    run,
+    show,
+)
 from exactly_once.errors import ExactlyOnceError
 
-COMMANDS = (broker, produce, generate, run, quality)
+COMMANDS = (broker, produce, generate, run, dry_run, graph, show, events, quality)
 
 
 def build_parser() -> argparse.ArgumentParser:

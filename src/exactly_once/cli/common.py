@@ -3,13 +3,26 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import sys
+import tempfile
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from exactly_once.config import Settings, check_source, load_settings, setting_overrides
-from exactly_once.errors import SettingsError
-from exactly_once.paths import DEFAULT_WAREHOUSE
+from exactly_once.config import (
+    Settings,
+    check_source,
+    load_settings,
+    resolve_source,
+    setting_overrides,
+)
+from exactly_once.errors import CliError, SettingsError
+from exactly_once.paths import DEFAULT_WAREHOUSE, PIPELINES_DIR, SPARK_LOG, pipeline_files
+
+if TYPE_CHECKING:
+    from exactly_once.local.dry_run import Analysis
 
 # Partitions per topic when the CLI creates them: more than one, so ordering across partitions
 # is exercised as in production.
@@ -29,7 +42,7 @@ def command(subparsers: argparse._SubParsersAction, name: str, handler: Handler,
 
 
 # -- settings and the broker -------------------------------------------------------------------
-def settings(args: argparse.Namespace) -> Settings:
+def settings_of(args: argparse.Namespace) -> Settings:
     """conf/ for `--target`, with this command's `--set`, `--bootstrap-servers`, `--source`."""
     overrides = setting_overrides(getattr(args, "overrides", []), args.target)
     if getattr(args, "bootstrap_servers", None):
@@ -52,11 +65,48 @@ def ensure_topics(settings: Settings) -> None:
                          {t.kafka_topic: TOPIC_PARTITIONS for t in settings.topics.values()})
 
 
+def analyze_pipelines(args: argparse.Namespace) -> Analysis:
+    """The pipeline files of `--pipelines` loaded and analyzed (dry_run.py) in a session of
+    their own, with no warehouse: nothing is read or written."""
+    from exactly_once.local import session
+    from exactly_once.local.dry_run import analyze
+
+    settings = settings_of(args)
+    settings = dataclasses.replace(settings, source=resolve_source(settings.source))
+    files = pipeline_files(args.pipelines) if args.pipelines.is_dir() else []
+    if not files:
+        raise CliError(f"no pipeline files (*.py) in {args.pipelines}")
+    with tempfile.TemporaryDirectory(prefix="exactly-once-") as scratch:
+        spark = session.build_session(Path(scratch), log_level="OFF", jvm_log=SPARK_LOG)
+        try:
+            return analyze(spark, settings, files)
+        finally:
+            spark.stop()
+
+
+def print_problems(analysis: Analysis) -> int:
+    """One error line per problem on stderr; the exit code."""
+    for problem in analysis.problems:
+        print(f"exactly-once: error: {problem.line()}", file=sys.stderr)
+    return 1 if analysis.problems else 0
+
+
 # -- shared arguments ----------------------------------------------------------------------------
 def add_warehouse(parser: argparse.ArgumentParser, default: Path | None = DEFAULT_WAREHOUSE,
                   help: str | None = None) -> None:
     parser.add_argument("--warehouse", type=Path, default=default,
                         help=help or f"the local warehouse (default: {DEFAULT_WAREHOUSE})")
+
+
+def add_pipelines(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--pipelines", type=Path, default=PIPELINES_DIR, metavar="DIR",
+                        help="the pipeline files (default: pipelines/)")
+
+
+def add_overrides(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--set", dest="overrides", action="append", default=[],
+                        metavar="KEY=VALUE", help="a setting of conf/ for this command only, "
+                        "e.g. kafka.fail_on_data_loss=false")
 
 
 def add_bootstrap_servers(parser: argparse.ArgumentParser) -> None:

@@ -35,7 +35,7 @@ def handle(args: argparse.Namespace) -> int:
     from exactly_once.kafka.kcat import as_consumed, write_kcat_jsonl
     from exactly_once.kafka.producer import produce_records
 
-    settings = common.settings(args)
+    settings = common.settings_of(args)
     config = GeneratorConfig(
         events=args.events, orders=args.orders, players=args.players,
         duplicate_rate=args.duplicate_rate, late_redelivery_rate=args.late_rate,

@@ -22,7 +22,7 @@ def handle(args: argparse.Namespace) -> int:
 
     if not args.file.is_file():
         raise CliError(f"no such file: {args.file}")
-    settings = common.settings(args)
+    settings = common.settings_of(args)
     records = read_kcat_jsonl(args.file)
     common.require_broker(settings.kafka.bootstrap_servers)
     common.ensure_topics(settings)

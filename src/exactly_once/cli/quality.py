@@ -56,7 +56,7 @@ def handle_validate(args: argparse.Namespace) -> int:
     from exactly_once.config import load_quality
     from exactly_once.quality.validate import catalog_reader, validate, warehouse_reader
 
-    settings = common.settings(args)
+    settings = common.settings_of(args)
     quality = load_quality(args.target)
     warehouse = args.warehouse or (DEFAULT_WAREHOUSE if args.target == "local" else None)
     if warehouse is not None and not warehouse.is_dir():

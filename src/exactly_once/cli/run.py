@@ -64,7 +64,7 @@ def handle(args: argparse.Namespace) -> int:
     if args.continuous and args.profile:
         args.parser.error("--profile profiles one update; it cannot be combined with "
                           "--continuous")
-    settings = common.settings(args)
+    settings = common.settings_of(args)
     settings = dataclasses.replace(settings, source=resolve_source(settings.source))
     if settings.source == "kafka":
         common.require_broker(settings.kafka.bootstrap_servers)

@@ -18,6 +18,12 @@ def load_graph(spark: SparkSession, files: Iterable[Path]) -> PipelineGraph:
     graph = PipelineGraph()
     with graph_element_registration_context(graph), dp_extensions.installed(graph):
         for path in files:
-            runpy.run_path(str(path), init_globals={"spark": spark}, run_name="__pipeline__")
+            run_file(spark, path)
     graph.complete()
     return graph
+
+
+def run_file(spark: SparkSession, path: Path) -> None:
+    """One pipeline file, as Databricks runs it: `spark` a global, declarations going to the
+    active registry."""
+    runpy.run_path(str(path), init_globals={"spark": spark}, run_name="__pipeline__")

@@ -52,10 +52,12 @@ def plan_refresh(graph: PipelineGraph, selection: RefreshSelection) -> RefreshPl
     if selection.full_refresh_all and (selection.refresh or selection.full_refresh):
         raise RefreshError("--full-refresh-all cannot be combined with --refresh or "
                            "--full-refresh")
-    for name in [*selection.refresh, *selection.full_refresh]:
-        if name not in tables:
-            raise RefreshError(f"unknown table `{name}`; the pipeline's tables are "
-                               f"{', '.join(tables)}")
+    unknown = [n for n in dict.fromkeys([*selection.refresh, *selection.full_refresh])
+               if n not in tables]
+    if unknown:  # all of them at once: one correction, not one per run
+        raise RefreshError(f"unknown table{'s' if len(unknown) > 1 else ''} "
+                           f"{', '.join(f'`{n}`' for n in unknown)}; the pipeline's tables are "
+                           f"{', '.join(tables)}")
     for name in selection.full_refresh:
         if not reset_allowed(graph.table_properties(name)):
             raise RefreshError(f"`{name}` is protected ({RESET_ALLOWED} = false): a full refresh "

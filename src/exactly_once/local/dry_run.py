@@ -1,0 +1,312 @@
+"""`exactly-once dry-run`: the pipeline checked without reading or writing any data.
+
+As `spark-pipelines dry-run` (and `databricks bundle run --validate-only`): every pipeline file
+runs, the graph is validated (names, flows, targets), and each flow's query is built and
+analyzed, so an unknown dataset or column, a type error or an expectation that is not SQL is
+found before an update starts. Reads of pipeline datasets inside a flow are answered with an
+empty DataFrame of that dataset's schema (a never-started stream for streaming reads), so the
+datasets are analyzed upstream first and no table, checkpoint or Kafka topic is touched. The
+Kafka source itself is only declared, never started: declaring it reads nothing.
+
+Problems are collected, not raised: one per file that fails to run, per graph rule broken and
+per dataset whose query does not analyze. A dataset that reads a broken one is not analyzed
+(its problem is upstream).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pyspark.pipelines.flow import Flow
+from pyspark.pipelines.graph_element_registry import graph_element_registration_context
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import BooleanType, StructType
+
+from exactly_once.config import Settings
+from exactly_once.errors import GraphError
+from exactly_once.local import dp_extensions
+from exactly_once.local.auto_cdc.spec import AutoCdcSpec
+from exactly_once.local.auto_cdc.writer import scd_type_of
+from exactly_once.local.dataflow import (
+    APPEND,
+    MATERIALIZED_VIEW,
+    VIEW,
+    Dataflow,
+    DatasetNode,
+    FlowNode,
+    Read,
+    auto_cdc_kind,
+    dataset_kind,
+)
+from exactly_once.local.expectations import Expectation, apply_expectations, declared
+from exactly_once.local.loader import run_file
+from exactly_once.local.reads import resolved_reads
+from exactly_once.local.registry import PipelineGraph
+
+# pyspark logs each analysis error with its DataFrame context before raising it: the problem
+# line says it already.
+_QUERY_CONTEXT_LOGGERS = ("DataFrameQueryContextLogger", "SQLQueryContextLogger")
+
+
+@dataclass(frozen=True)
+class Problem:
+    message: str
+    file: str | None = None
+    dataset: str | None = None
+
+    def line(self) -> str:
+        where = [self.file] if self.file else []
+        if self.dataset:
+            where.append(f"dataset `{self.dataset}`")
+        return ": ".join([*where, self.message])
+
+
+@dataclass
+class Analysis:
+    graph: PipelineGraph
+    dataflow: Dataflow
+    problems: list[Problem] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+class _Blocked(Exception):
+    """A read of a dataset whose problem is already reported: stop analyzing the reader."""
+
+
+class _Analyzer:
+    def __init__(self, spark: SparkSession, graph: PipelineGraph, declared_in: dict[str, str]):
+        self.spark, self.graph, self.declared_in = spark, graph, declared_in
+        self.problems: list[Problem] = []
+        self.schemas: dict[str, StructType] = {}
+        self.failed: set[str] = set()
+        self.stack: list[str] = []  # datasets being analyzed, outermost first
+        self.reads: dict[str, list[Read]] = {}  # flow -> what its query read
+        self.reading: list[str] = []  # flows whose queries are being built, innermost last
+
+    def report(self, dataset: str | None, message: str) -> None:
+        self.problems.append(Problem(message, self.declared_in.get(dataset or ""), dataset))
+
+    # -- datasets --------------------------------------------------------------------------------
+    def dataset(self, name: str) -> StructType:
+        """The schema of `name`'s query, analyzing it first; _Blocked when it has a problem."""
+        if name in self.failed:
+            raise _Blocked(name)
+        if name in self.stack:
+            cycle = [*self.stack[self.stack.index(name):], name]
+            self.report(name, "datasets read each other in a cycle: " + " -> ".join(cycle))
+            self.failed.update(cycle)
+            raise _Blocked(name)
+        if name not in self.schemas:
+            self.stack.append(name)
+            try:
+                self.schemas[name] = self._analyze(name)
+            except _Blocked:
+                self.failed.add(name)
+                raise
+            except Exception as err:  # noqa: BLE001 - any failure of user code is a problem
+                self.failed.add(name)
+                self.report(name, _first_line(err))
+                raise _Blocked(name) from None
+            finally:
+                self.stack.pop()
+        return self.schemas[name]
+
+    def _analyze(self, name: str) -> StructType:
+        schema = None
+        for flow in self.graph.flows_into(name):
+            df = self.query(flow)
+            schema = schema or df.schema
+        if schema is None:
+            raise GraphError(f"dataset `{name}` has no flow")
+        return schema
+
+    def query(self, flow: Flow | AutoCdcSpec) -> DataFrame:
+        """The flow's query, analyzed, with the reads it makes recorded."""
+        self.reads.setdefault(flow.name, [])
+        self.reading.append(flow.name)
+        try:
+            if isinstance(flow, AutoCdcSpec):
+                return self._auto_cdc(flow)
+            df = flow.func()
+            for e in declared(flow.func):
+                _check_expectation(df, e)
+            df, _ = apply_expectations(df, declared(flow.func), flow.target)
+            _ = df.schema  # analysis is the point
+            return df
+        finally:
+            self.reading.pop()
+
+    def _inline_view(self, name: str) -> DataFrame:
+        """A read of temporary view `name`: its query, built in the reader's."""
+        self.dataset(name)
+        view = self.graph.view_flow(name)
+        self.reading.append(view.name)  # what the view reads is the view's read, not the reader's
+        try:
+            return apply_expectations(view.func(), declared(view.func), name)[0]
+        finally:
+            self.reading.pop()
+
+    def _auto_cdc(self, spec: AutoCdcSpec) -> DataFrame:
+        source = self.resolve(spec.source, streaming=True)
+        if source is None:
+            raise GraphError(f"AUTO CDC flow `{spec.name}` reads `{spec.source}`, which the "
+                             "pipeline does not define")
+        columns = {c.lower() for c in source.columns}
+        for arg, names in [("keys", spec.keys), ("column_list", spec.column_list),
+                           ("except_column_list", spec.except_column_list),
+                           ("track_history_column_list", spec.track_history_column_list),
+                           ("track_history_except_column_list",
+                            spec.track_history_except_column_list)]:
+            missing = [n for n in names or () if n.lower() not in columns]
+            if missing:
+                raise GraphError(f"AUTO CDC flow `{spec.name}`: {arg} names "
+                                 f"{_names(missing)}, not in `{spec.source}` (its columns: "
+                                 f"{', '.join(source.columns)})")
+        for arg, column in [("sequence_by", spec.sequence_by),
+                            ("apply_as_deletes", spec.apply_as_deletes),
+                            ("apply_as_truncates", spec.apply_as_truncates)]:
+            if column is not None:
+                _analyze_expression(spec, source, arg, column)
+        return self.spark.createDataFrame([], scd_type_of(spec).target_schema(spec, source))
+
+    # -- reads inside a flow's query ---------------------------------------------------------------
+    def resolve(self, name: str, streaming: bool) -> DataFrame | None:
+        if self.reading:
+            self.reads[self.reading[-1]].append(Read(name, streaming))
+        if name not in self.graph.outputs:
+            if not self.spark.catalog.tableExists(name):
+                raise GraphError(f"reads `{name}`, which no pipeline file defines (datasets: "
+                                 f"{', '.join(self.graph.outputs)})")
+            return None  # a table of the catalog, read as it is
+        if self.graph.is_view(name):  # inlined into the reader, as an update does
+            return self._inline_view(name)
+        return _empty(self.spark, self.dataset(name), streaming)
+
+
+def analyze(spark: SparkSession, settings: Settings, files: Sequence[Path]) -> Analysis:
+    """Load `files` and analyze every dataset's query, collecting the problems."""
+    for key, value in settings.to_conf().items():
+        spark.conf.set(key, value)  # as run_pipeline: what pipeline code reads its settings from
+    graph, declared_in, problems = _load(spark, files)
+    analyzer = _Analyzer(spark, graph, declared_in)
+    with _quiet_query_context(), resolved_reads(analyzer.resolve):
+        for name in graph.outputs:
+            try:
+                analyzer.dataset(name)
+            except _Blocked:
+                pass
+    return Analysis(graph, _dataflow(graph, analyzer.reads, declared_in),
+                    [*problems, *analyzer.problems], list(files))
+
+
+def _load(spark: SparkSession, files: Sequence[Path]
+          ) -> tuple[PipelineGraph, dict[str, str], list[Problem]]:
+    """Every file run on its own (one that fails does not hide the others), then the graph's
+    own checks; which file declared each dataset and flow."""
+    graph, declared_in, problems = PipelineGraph(), {}, []
+    with graph_element_registration_context(graph), dp_extensions.installed(graph):
+        for path in files:
+            known = _declared_names(graph)
+            try:
+                run_file(spark, path)
+            except Exception as err:  # noqa: BLE001 - an import error, a bad declaration...
+                problems.append(Problem(f"{type(err).__name__}: {_first_line(err)}",
+                                        _shown(path)))
+            for name in _declared_names(graph) - known:
+                declared_in[name] = _shown(path)
+    try:
+        graph.complete()
+    except GraphError as err:
+        problems.append(Problem(str(err)))
+    return graph, declared_in, problems
+
+
+def _declared_names(graph: PipelineGraph) -> set[str]:
+    return {*graph.outputs, *(f.name for f in graph.all_flows())}
+
+
+def _dataflow(graph: PipelineGraph, reads: dict[str, list[Read]],
+              declared_in: dict[str, str]) -> Dataflow:
+    def flow_kind(flow: Flow | AutoCdcSpec) -> str:
+        if isinstance(flow, AutoCdcSpec):
+            return auto_cdc_kind(flow)
+        if graph.is_materialized_view(flow.target):
+            return MATERIALIZED_VIEW
+        return VIEW if graph.is_view(flow.target) else APPEND
+
+    return Dataflow(
+        datasets=[DatasetNode(name, dataset_kind(output), declared_in.get(name, "?"))
+                  for name, output in graph.outputs.items()],
+        flows=[FlowNode(f.name, f.target, flow_kind(f),
+                        tuple(dict.fromkeys(reads.get(f.name, []))), declared_in.get(f.name, "?"))
+               for name in graph.outputs for f in graph.flows_into(name)],
+    )
+
+
+def _empty(spark: SparkSession, schema: StructType, streaming: bool) -> DataFrame:
+    """No rows, `schema`'s columns. A stream: the rate source (never started) projected onto
+    typed NULLs, which is analyzed like any stream and reads nothing."""
+    if not streaming:
+        return spark.createDataFrame([], schema)
+    return spark.readStream.format("rate").load().select(
+        *[F.lit(None).cast(f.dataType).alias(f.name) for f in schema.fields])
+
+
+def _check_expectation(df: DataFrame, expectation: Expectation) -> None:
+    """The constraint parses, analyzes against the flow's query and is a boolean."""
+    try:
+        (field,) = df.select(F.expr(expectation.constraint)).schema.fields
+    except Exception as err:  # noqa: BLE001
+        raise GraphError(f"expectation `{expectation.name}` ({expectation.constraint!r}) does "
+                         f"not analyze: {_first_line(err)}") from None
+    if not isinstance(field.dataType, BooleanType):
+        raise GraphError(f"expectation `{expectation.name}` ({expectation.constraint!r}) is not "
+                         f"a condition: its type is {field.dataType.simpleString()}")
+
+
+def _analyze_expression(spec: AutoCdcSpec, source: DataFrame, arg: str, column: Column) -> None:
+    try:
+        _ = source.select(column).schema  # analysis is the point
+    except Exception as err:  # noqa: BLE001
+        raise GraphError(f"AUTO CDC flow `{spec.name}`: {arg} does not analyze against "
+                         f"`{spec.source}`: {_first_line(err)}") from None
+
+
+def _shown(path: Path) -> str:
+    """`path` as the person typed it, relative to the working directory when under it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def _names(names: Sequence[str]) -> str:
+    return ", ".join(f"`{n}`" for n in names)
+
+
+def _first_line(err: BaseException) -> str:
+    """An error's first line of text (a ParseException's message starts with a newline)."""
+    return next((line.strip().removesuffix(";") for line in str(err).splitlines()
+                 if line.strip()), type(err).__name__)
+
+
+@contextmanager
+def _quiet_query_context() -> Iterator[None]:
+    loggers = [logging.getLogger(name) for name in _QUERY_CONTEXT_LOGGERS]
+    saved = [logger.disabled for logger in loggers]
+    for logger in loggers:
+        logger.disabled = True
+    try:
+        yield
+    finally:
+        for logger, was in zip(loggers, saved, strict=True):
+            logger.disabled = was

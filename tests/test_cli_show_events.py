@@ -1,0 +1,90 @@
+"""`exactly-once show` and `exactly-once events` on a warehouse one update wrote, in this
+process's Spark session."""
+
+from __future__ import annotations
+
+import pytest
+
+from exactly_once import cli
+from exactly_once.local import session
+
+ERROR = "exactly-once: error: "
+
+
+@pytest.fixture
+def in_session(spark, monkeypatch):
+    monkeypatch.setattr(session, "build_session", lambda *args, **kwargs: spark)
+    monkeypatch.setattr(spark, "stop", lambda: None)
+    return spark
+
+
+def error_line(capsys) -> str:
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(ERROR)
+    return line.removeprefix(ERROR)
+
+
+def test_show_previews_a_table(in_session, quality_run, capsys):
+    rows = quality_run.result.table_rows["orders"]
+    assert cli.main(["show", "orders", "--limit", "3", "--warehouse",
+                     str(quality_run.warehouse)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"orders: {rows:,} rows (Delta version ")
+    assert out[0].endswith(f"the first {min(rows, 3)}:")
+    header = out[2]
+    assert "order_id" in header and "status" in header
+    assert len([line for line in out[4:] if line.startswith("|")]) == min(rows, 3)
+
+
+def test_show_of_a_missing_table_lists_the_tables(in_session, quality_run, capsys):
+    assert cli.main(["show", "ordres", "--warehouse", str(quality_run.warehouse)]) == 1
+    line = error_line(capsys)
+    assert line.startswith(f"no table `ordres` in {quality_run.warehouse}; its tables are ")
+    tables = line.split("its tables are ")[1].split(", ")
+    assert {"orders", "bronze_kafka_events", "event_log", "player_xp"} <= set(tables)
+    assert "_pipeline" not in tables
+
+
+def test_show_of_a_missing_warehouse(tmp_path, capsys):
+    assert cli.main(["show", "orders", "--warehouse", str(tmp_path / "nope")]) == 1
+    assert error_line(capsys) == \
+        f"no warehouse at {tmp_path / 'nope'}; run `exactly-once run` first"
+
+
+def test_events_of_the_newest_update(in_session, quality_run, capsys):
+    assert cli.main(["events", "--warehouse", str(quality_run.warehouse)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"update {quality_run.result.update_id} (the newest of 1), ")
+    progress = [line for line in out if "flow_progress" in line]
+    timelines = [line for line in out if "flow_timeline" in line]
+    assert len(progress) == len(quality_run.result.flows)
+    assert len(timelines) == len(quality_run.result.flows) + 1  # and the update's own
+    orders = next(line for line in progress if " orders " in line)
+    result = next(f for f in quality_run.result.flows if f.flow == "orders")
+    assert f"COMPLETED, {result.output_rows:,} rows out" in orders
+    assert "most time in " in timelines[0]
+
+
+def test_events_of_one_flow_of_an_update_by_its_id(in_session, quality_run, capsys):
+    update = quality_run.result.update_id
+    assert cli.main(["events", "--update", update[:8], "--flow", "silver_orders",
+                     "--warehouse", str(quality_run.warehouse)]) == 0
+    lines = capsys.readouterr().out.splitlines()[1:]
+    assert len(lines) == 2 and all(" silver_orders " in line for line in lines)
+    assert "expectations: " in lines[0] and "dropped" in lines[0]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--update", "0000"], "no update `0000` in the event log; its updates (newest first): "),
+    (["--flow", "nope"], "no events of flow `nope` in update "),
+])
+def test_events_of_an_unknown_update_or_flow(in_session, quality_run, capsys, args, message):
+    assert cli.main(["events", *args, "--warehouse", str(quality_run.warehouse)]) == 1
+    line = error_line(capsys)
+    assert line.startswith(message), line
+    assert quality_run.result.update_id in line or "silver_orders" in line
+
+
+def test_events_without_an_event_log(tmp_path, capsys):
+    assert cli.main(["events", "--warehouse", str(tmp_path)]) == 1
+    assert error_line(capsys) == f"no event log in {tmp_path}; run the pipeline first"
