@@ -24,6 +24,17 @@ def spark(tmp_path_factory):
     session.stop()
 
 
+@pytest.fixture
+def in_session(spark, monkeypatch):
+    """`cli.main` runs a command as a user runs it, in this process's Spark session: the
+    command's exit code and output are its own, with no JVM start per test."""
+    from exactly_once.local import session
+
+    monkeypatch.setattr(session, "build_session", lambda *args, **kwargs: spark)
+    monkeypatch.setattr(spark, "stop", lambda: None)
+    return spark
+
+
 @pytest.fixture(scope="session")
 def settings() -> Settings:
     return load_settings("local")

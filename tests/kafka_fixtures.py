@@ -8,6 +8,7 @@ own home under pytest's tmp dir and a free port, so it never touches a developer
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +19,17 @@ from exactly_once.kafka import broker
 def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[broker.BrokerInfo]:
     home = tmp_path_factory.mktemp("kafka")
     info = broker.start(port=broker.free_port(), home=home, timeout=90)
+    try:
+        yield info
+    finally:
+        broker.stop(home)
+
+
+@pytest.fixture
+def own_broker(tmp_path: Path) -> Iterator[broker.BrokerInfo]:
+    """A broker of the test's own, which it may kill or restart: the session's is shared."""
+    home = tmp_path / "kafka"
+    info = broker.start(port=broker.free_port(), home=home)
     try:
         yield info
     finally:

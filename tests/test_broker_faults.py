@@ -33,7 +33,6 @@ from exactly_once.errors import DataLossError, SourceUnavailableError
 from exactly_once.kafka import broker
 from exactly_once.kafka.kcat import KafkaRecord
 from exactly_once.kafka.producer import produce_records
-from exactly_once.local import session
 from exactly_once.local.pipeline import run_pipeline
 
 pytestmark = pytest.mark.kafka
@@ -53,14 +52,6 @@ KILL_TO_EXIT_BOUND = 120
 SHORT_TIMEOUTS = ("kafka.request_timeout_ms=5000", "kafka.default_api_timeout_ms=5000",
                   "kafka.poll_timeout_ms=5000", "kafka.fetch_offset_retries=1")
 
-
-@pytest.fixture
-def own_broker(tmp_path):
-    """A broker this test may kill: the session's is shared with other tests."""
-    home = tmp_path / "kafka"
-    info = broker.start(port=broker.free_port(), home=home)
-    yield info
-    broker.stop(home)
 
 
 def cli(home: Path, *args: str) -> subprocess.Popen:
@@ -175,7 +166,7 @@ def wait_for_log_start(bootstrap: str, expected: dict[tuple[str, int], int],
 
 @covers(DataLossError)
 def test_records_deleted_by_retention_before_they_were_read_stop_the_update_in_one_line(
-        spark, own_broker, tmp_path, monkeypatch, capsys):
+        spark, in_session, own_broker, tmp_path, capsys):
     bootstrap = own_broker.bootstrap
     broker.ensure_topics(bootstrap, {"orders": 2, "player-rewards": 1})
 
@@ -204,8 +195,6 @@ def test_records_deleted_by_retention_before_they_were_read_stop_the_update_in_o
     set_retention(bootstrap, TOPICS, None)
     produce_records(bootstrap, [upsert("o1", 5, 0), grant(6)])
 
-    monkeypatch.setattr(session, "build_session", lambda *args, **kwargs: spark)
-    monkeypatch.setattr(spark, "stop", lambda: None)
     code = cli_module.main(["run", "--quiet", "--warehouse", str(warehouse),
                      "--bootstrap-servers", bootstrap])
     assert code == 1

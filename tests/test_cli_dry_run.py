@@ -10,7 +10,6 @@ import pytest
 
 from exactly_once import cli
 from exactly_once.kafka.broker import free_port
-from exactly_once.local import session
 from exactly_once.paths import PIPELINES_DIR
 
 ERROR = "exactly-once: error: "
@@ -25,13 +24,6 @@ def changes():
         "value AS id", "timestamp AS ts", "'x' AS name")
 '''
 
-
-@pytest.fixture
-def in_session(spark, monkeypatch):
-    """The commands as a user runs them, in the tests' Spark session."""
-    monkeypatch.setattr(session, "build_session", lambda *args, **kwargs: spark)
-    monkeypatch.setattr(spark, "stop", lambda: None)
-    return spark
 
 
 def pipeline_dir(tmp_path, **files: str):

@@ -13,16 +13,9 @@ from exactly_once import cli
 from exactly_once.cli import common
 from exactly_once.kafka.generator import GeneratorConfig, generate_stream
 from exactly_once.kafka.kcat import write_kcat_jsonl
-from exactly_once.local import session
 
 ERROR = "exactly-once: error: "
 
-
-@pytest.fixture
-def in_session(spark, monkeypatch):
-    monkeypatch.setattr(session, "build_session", lambda *args, **kwargs: spark)
-    monkeypatch.setattr(spark, "stop", lambda: None)
-    return spark
 
 
 @pytest.fixture

@@ -6,16 +6,9 @@ from __future__ import annotations
 import pytest
 
 from exactly_once import cli
-from exactly_once.local import session
 
 ERROR = "exactly-once: error: "
 
-
-@pytest.fixture
-def in_session(spark, monkeypatch):
-    monkeypatch.setattr(session, "build_session", lambda *args, **kwargs: spark)
-    monkeypatch.setattr(spark, "stop", lambda: None)
-    return spark
 
 
 def error_line(capsys) -> str:

@@ -144,14 +144,6 @@ def gold(spark, warehouse) -> dict[str, list]:
             for name in ("orders", "orders_history", "player_xp_ledger", "player_xp")}
 
 
-@pytest.fixture
-def own_broker(tmp_path):
-    """A broker this test may restart: the session's is shared with other tests."""
-    home = tmp_path / "kafka"
-    info = broker.start(port=broker.free_port(), home=home)
-    yield info
-    broker.stop(home)
-
 
 def test_a_broker_restart_and_an_older_consumer_position_leave_the_same_state(
         spark, own_broker, tmp_path):

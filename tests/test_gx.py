@@ -8,7 +8,6 @@ from pyspark.sql import functions as F
 
 from exactly_once import cli
 from exactly_once.config import load_quality
-from exactly_once.local import session
 from exactly_once.quality.gx_suites import applicable_rules, build_suite
 
 
@@ -41,8 +40,8 @@ def test_pipeline_output_passes_and_data_docs_are_built(validated):
         assert list((data_docs / "validations" / suite).rglob("*.html")), suite
 
 
-def test_a_broken_rule_fails_validation_with_a_non_zero_exit(spark, quality_run, tmp_path,
-                                                              monkeypatch, capsys):
+def test_a_broken_rule_fails_validation_with_a_non_zero_exit(spark, in_session, quality_run,
+                                                              tmp_path, capsys):
     broken = tmp_path / "warehouse"
     shutil.copytree(quality_run.warehouse, broken)
     # A gold row that repeats a player with negative XP; a silver event of an unknown type.
@@ -55,8 +54,6 @@ def test_a_broken_rule_fails_validation_with_a_non_zero_exit(spark, quality_run,
 
     # The command as users run it, in this process's Spark session (as tests/test_timeline.py
     # runs `run`): its exit code and output are the command's, not the process's.
-    monkeypatch.setattr(session, "build_session", lambda *args, **kwargs: spark)
-    monkeypatch.setattr(spark, "stop", lambda: None)
     code = cli.main(["quality", "validate", "--warehouse", str(broken),
                      "--data-docs", str(tmp_path / "docs")])
     out, err = capsys.readouterr()

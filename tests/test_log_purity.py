@@ -28,7 +28,6 @@ from pyspark.sql import functions as F
 from exactly_once import cli
 from exactly_once.config import load_settings
 from exactly_once.kafka.kcat import KafkaRecord, write_kcat_jsonl
-from exactly_once.local import session
 from exactly_once.local.auto_cdc.scd1 import DELETED_AT
 from exactly_once.local.pipeline import run_pipeline
 from exactly_once.local.progress import UpdateResult
@@ -230,12 +229,9 @@ def test_full_refresh_of_selected_tables(spark, log):
         log.topic.run(spark, refresh=["no_such_table"])
 
 
-def test_the_cli_names_an_unknown_or_protected_table_in_one_line(spark, tmp_path, monkeypatch,
-                                                                 capsys):
+def test_the_cli_names_an_unknown_or_protected_table_in_one_line(in_session, tmp_path, capsys):
     """`exactly-once run` in this process's Spark session (as tests/test_timeline.py runs it):
     the error is the command's, not the process's (tests/test_cli_errors.py covers those)."""
-    monkeypatch.setattr(session, "build_session", lambda *args, **kwargs: spark)
-    monkeypatch.setattr(spark, "stop", lambda: None)
     inbox = tmp_path / "in.jsonl"
     inbox.write_text("")
     for table, message in [("nope", "unknown table `nope`"),

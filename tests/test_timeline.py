@@ -8,7 +8,6 @@ from datetime import datetime, timezone
 from exactly_once import cli
 from exactly_once.kafka.generator import GeneratorConfig, generate_stream
 from exactly_once.kafka.kcat import write_kcat_jsonl
-from exactly_once.local import session
 from exactly_once.local.timeline import UPDATE, WAIT_FOR_UPSTREAM
 from exactly_once.local.warehouse import Warehouse
 
@@ -47,11 +46,8 @@ def test_the_event_log_keeps_each_flow_s_phases(spark, quality_run):
         s.phase for s in by_flow[UPDATE]}
 
 
-def test_run_profile_prints_the_top_costs_and_writes_a_trace(spark, tmp_path, monkeypatch,
-                                                             capsys):
+def test_run_profile_prints_the_top_costs_and_writes_a_trace(in_session, tmp_path, capsys):
     """The command as a user runs it, in this process's Spark session."""
-    monkeypatch.setattr(session, "build_session", lambda *args, **kwargs: spark)
-    monkeypatch.setattr(spark, "stop", lambda: None)
     dump = tmp_path / "stream.jsonl"
     write_kcat_jsonl(dump, generate_stream(GeneratorConfig(
         events=40, orders=8, players=4, seed=3, start=datetime(2026, 11, 1, tzinfo=timezone.utc))))
