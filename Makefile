@@ -29,10 +29,10 @@ $(JARS)/.resolved: jvm/spark/pom.xml jvm/kafka-broker/pom.xml
 	    -DoutputDirectory=$(CURDIR)/$(JARS)/kafka-broker
 	touch $@
 
-# The JVM's class-data-sharing archive (src/exactly_once/local/class_archive.py): Spark
+# The JVM's class-data-sharing archive (src/exactly_once/local/engine/class_archive.py): Spark
 # sessions start faster with it, and work the same without it. Rebuilt when the jars change.
 $(CLASS_ARCHIVE): $(VENV)/.installed $(JARS)/.resolved
-	$(BIN)/python -m exactly_once.local.class_archive $@
+	$(BIN)/python -m exactly_once.local.execution.train_jvm $@
 
 demo: setup
 	$(BIN)/exactly-once broker start

@@ -51,16 +51,16 @@ from pyspark.sql import SparkSession
 from exactly_once.config import Settings, load_settings
 from exactly_once.kafka.generator import GeneratorConfig, generate_stream
 from exactly_once.kafka.kcat import as_consumed, write_kcat_jsonl
-from exactly_once.local.pipeline import run_pipeline
-from exactly_once.local.progress import UpdateResult
-from exactly_once.local.session import build_session
+from exactly_once.local.engine.session import build_session
+from exactly_once.local.execution.pipeline import run_pipeline
+from exactly_once.local.observe.progress import UpdateResult
 from exactly_once.transforms.bronze import read_kcat_file
 
 PARTS = ("small", "raw", "pipeline", "growth", "state")
 GOLD = ("orders", "orders_history", "player_xp_ledger", "player_xp", "late_events")
 LEDGER = "player_xp_ledger"
 BARE_SESSION = ("import sys; from pathlib import Path; "
-                "from exactly_once.local.session import build_session; "
+                "from exactly_once.local.engine.session import build_session; "
                 "build_session(Path(sys.argv[1]), log_level='OFF').stop()")
 
 

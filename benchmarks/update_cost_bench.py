@@ -21,7 +21,7 @@ minutes apart. Parts:
   to one Delta table by plain Structured Streaming as a process (target: raw / pipeline >= 0.5).
 
 `--profile` adds, for this tree only, the timeline's top costs of a profiled run of each part
-(local/timeline.py; Spark jobs counted, which costs a little time of its own).
+(local/observe/timeline.py; Spark jobs counted, which costs a little time of its own).
 """
 
 from __future__ import annotations
@@ -47,12 +47,12 @@ WARM_UPDATES = 3
 # Run by `python -c` in the measured tree: a bare session; a raw append of one file.
 BARE_SESSION = """
 import sys; from pathlib import Path
-from exactly_once.local.session import build_session
+from exactly_once.local.engine.session import build_session
 build_session(Path(sys.argv[1]), log_level='OFF').stop()
 """
 RAW_APPEND = """
 import sys; from pathlib import Path
-from exactly_once.local.session import build_session
+from exactly_once.local.engine.session import build_session
 from exactly_once.transforms.bronze import read_kcat_file
 table = Path(sys.argv[2])
 spark = build_session(table.parent / 'raw_warehouse', log_level='OFF')
@@ -90,8 +90,8 @@ def warm_worker(work: Path, profile: bool) -> None:
     from _common import Feed
 
     from exactly_once.config import load_settings
-    from exactly_once.local.pipeline import run_pipeline
-    from exactly_once.local.session import build_session
+    from exactly_once.local.engine.session import build_session
+    from exactly_once.local.execution.pipeline import run_pipeline
     from exactly_once.transforms.bronze import read_kcat_file
 
     spark = build_session(work / "warehouse", log_level="OFF")
@@ -104,7 +104,7 @@ def warm_worker(work: Path, profile: bool) -> None:
         records = feed.append(80, seed=i + 1)
         kwargs = {}
         if with_timeline:
-            from exactly_once.local.timeline import Timeline
+            from exactly_once.local.observe.timeline import Timeline
             kwargs["timeline"] = Timeline(spark_jobs=i == WARM_UPDATES)
         started = time.monotonic()
         result = run_pipeline(spark, replace(settings, source=feed.source), work / "warehouse",

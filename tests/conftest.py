@@ -16,7 +16,7 @@ pytest_plugins = ["kafka_fixtures", "quality_fixtures"]
 
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
-    from exactly_once.local.session import build_session
+    from exactly_once.local.engine.session import build_session
 
     session = build_session(tmp_path_factory.mktemp("spark-warehouse"), app_name="tests",
                             shuffle_partitions=2)
@@ -28,7 +28,7 @@ def spark(tmp_path_factory):
 def in_session(spark, monkeypatch):
     """`cli.main` runs a command as a user runs it, in this process's Spark session: the
     command's exit code and output are its own, with no JVM start per test."""
-    from exactly_once.local import session
+    from exactly_once.local.engine import session
 
     monkeypatch.setattr(session, "build_session", lambda *args, **kwargs: spark)
     monkeypatch.setattr(spark, "stop", lambda: None)

@@ -14,8 +14,8 @@ from pyspark.sql import SparkSession
 
 from exactly_once.kafka.generator import GeneratorConfig, generate_stream
 from exactly_once.kafka.kcat import as_consumed, write_kcat_jsonl
-from exactly_once.local.registry import PipelineGraph
-from exactly_once.local.warehouse import PIPELINE_DIR, Warehouse
+from exactly_once.local.graph.registry import PipelineGraph
+from exactly_once.local.storage.warehouse import PIPELINE_DIR, Warehouse
 
 TABLES = {  # table -> columns that must match (arrival times naturally differ between runs)
     "bronze_kafka_events": ["topic", "partition", "offset", "key", "value"],

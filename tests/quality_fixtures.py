@@ -18,8 +18,8 @@ import pytest
 from exactly_once.config import Settings, load_quality, load_settings
 from exactly_once.kafka.generator import GeneratorConfig, generate_stream
 from exactly_once.kafka.kcat import write_kcat_jsonl
-from exactly_once.local.pipeline import run_pipeline
-from exactly_once.local.progress import UpdateResult
+from exactly_once.local.execution.pipeline import run_pipeline
+from exactly_once.local.observe.progress import UpdateResult
 
 
 @dataclass

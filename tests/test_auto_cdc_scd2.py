@@ -115,9 +115,9 @@ def test_a_crash_between_the_commits_and_rejected_rows(spark, tmp_path, monkeypa
 def test_a_pipeline_runs_scd1_and_scd2_flows_over_two_updates(spark, tmp_path):
     from test_local_runtime import write_pipeline
 
-    from exactly_once.local.loader import load_graph
-    from exactly_once.local.update import PipelineUpdate
-    from exactly_once.local.warehouse import Warehouse
+    from exactly_once.local.execution.update import PipelineUpdate
+    from exactly_once.local.graph.loader import load_graph
+    from exactly_once.local.storage.warehouse import Warehouse
 
     changes = str(tmp_path / "changes")
     files = write_pipeline(tmp_path / "p", f"""
@@ -163,7 +163,7 @@ def test_an_scd1_table_may_not_expire_tombstones_its_scd2_sibling_keeps(spark, t
     from test_local_runtime import write_pipeline
 
     from exactly_once.errors import GraphError
-    from exactly_once.local.loader import load_graph
+    from exactly_once.local.graph.loader import load_graph
 
     files = write_pipeline(tmp_path / "p", """
         from pyspark import pipelines as dp

@@ -33,7 +33,7 @@ from exactly_once.errors import DataLossError, SourceUnavailableError
 from exactly_once.kafka import broker
 from exactly_once.kafka.kcat import KafkaRecord
 from exactly_once.kafka.producer import produce_records
-from exactly_once.local.pipeline import run_pipeline
+from exactly_once.local.execution.pipeline import run_pipeline
 
 pytestmark = pytest.mark.kafka
 

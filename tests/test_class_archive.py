@@ -5,14 +5,14 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from exactly_once.local import class_archive
+from exactly_once.local.engine import class_archive
 from exactly_once.paths import CLASS_ARCHIVE
 
 # -Xshare:on turns "archive skipped" (the default's silent fallback) into a failed start, so the
 # session starting at all shows the archive fits this JDK and Spark's class path.
 SESSION = """
 import sys; from pathlib import Path
-from exactly_once.local.session import build_session
+from exactly_once.local.engine.session import build_session
 build_session(Path(sys.argv[1]), log_level='OFF', extra_conf={
     'spark.driver.extraJavaOptions': f'-XX:SharedArchiveFile={sys.argv[2]} -Xshare:on'}).stop()
 """

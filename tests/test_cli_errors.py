@@ -31,10 +31,12 @@ from exactly_once.errors import (
     SettingsError,
     WarehouseLockedError,
 )
-from exactly_once.local import expectations, pipeline, session
-from exactly_once.local.lock import WarehouseLock
-from exactly_once.local.refresh import RefreshSelection, plan_refresh
-from exactly_once.local.registry import PipelineGraph
+from exactly_once.local.engine import session
+from exactly_once.local.execution import pipeline
+from exactly_once.local.execution.refresh import RefreshSelection, plan_refresh
+from exactly_once.local.graph import expectations
+from exactly_once.local.graph.registry import PipelineGraph
+from exactly_once.local.storage.lock import WarehouseLock
 
 ERROR = "exactly-once: error: "
 TESTED: set[type[ExactlyOnceError]] = set()

@@ -6,7 +6,7 @@ import pytest
 
 from exactly_once.config import Settings, load_settings
 from exactly_once.errors import SettingsError
-from exactly_once.kafka_security import (
+from exactly_once.kafka.security import (
     PASSWORD_ENV,
     USERNAME_ENV,
     kafka_security_options,

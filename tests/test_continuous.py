@@ -23,10 +23,10 @@ from reference import Delivered, expected_tables, quarantined_offsets, xp_ledger
 from exactly_once.errors import SettingsError
 from exactly_once.kafka.generator import GeneratorConfig, generate_stream
 from exactly_once.kafka.kcat import as_consumed, write_kcat_jsonl
-from exactly_once.local.continuous import parse_interval
-from exactly_once.local.delta_log import versions
-from exactly_once.local.streams import replayed_batch
-from exactly_once.local.warehouse import Warehouse
+from exactly_once.local.execution.continuous import parse_interval
+from exactly_once.local.execution.streams import replayed_batch
+from exactly_once.local.storage.delta_log import versions
+from exactly_once.local.storage.warehouse import Warehouse
 
 SEED = 20
 STOP_BOUND = 300  # seconds from the signal to the exit: the update in progress, then the JVM

@@ -19,9 +19,9 @@ import pytest
 from crash_points import contents, write_tiny_dump
 
 from exactly_once.config import load_settings
-from exactly_once.local.delta_log import log_dir
-from exactly_once.local.pipeline import run_pipeline
-from exactly_once.local.warehouse import Warehouse
+from exactly_once.local.execution.pipeline import run_pipeline
+from exactly_once.local.storage.delta_log import log_dir
+from exactly_once.local.storage.warehouse import Warehouse
 
 
 def settings_for(dump: Path):
@@ -96,7 +96,7 @@ def test_a_full_refresh_cut_short_is_finished_by_the_next_run(spark, dump, refer
     """The reset deletes a table, then its AUTO CDC state and checkpoints, one after the other.
     Cut after the first deletion, a plain next run would find the table gone and its
     checkpoint saying everything was read: the table would come back empty."""
-    from exactly_once.local import warehouse as warehouse_module
+    from exactly_once.local.storage import warehouse as warehouse_module
 
     warehouse = tmp_path / "warehouse"
     run_pipeline(spark, settings_for(dump), warehouse)

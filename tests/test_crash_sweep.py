@@ -46,10 +46,10 @@ from crash_points import (
 )
 
 from exactly_once.config import load_settings
-from exactly_once.local.loader import load_graph
-from exactly_once.local.pipeline import run_pipeline
-from exactly_once.local.registry import PipelineGraph
-from exactly_once.local.warehouse import Warehouse
+from exactly_once.local.execution.pipeline import run_pipeline
+from exactly_once.local.graph.loader import load_graph
+from exactly_once.local.graph.registry import PipelineGraph
+from exactly_once.local.storage.warehouse import Warehouse
 from exactly_once.paths import PIPELINES_DIR, pipeline_files
 
 RUN_TIMEOUT = 600  # seconds a killed run may take to reach its point

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
-from exactly_once.local import event_log
-from exactly_once.local.progress import FlowResult
-from exactly_once.local.timeline import WAIT_FOR_UPSTREAM, Span, Timeline
-from exactly_once.local.warehouse import Warehouse
+from exactly_once.local.observe import event_log
+from exactly_once.local.observe.progress import FlowResult
+from exactly_once.local.observe.timeline import WAIT_FOR_UPSTREAM, Span, Timeline
+from exactly_once.local.storage.warehouse import Warehouse
 from exactly_once.quality.dashboard import build_dashboard
 from exactly_once.quality.graph_view import STATUS_COLORS, collect_graph, graph_svg
 from exactly_once.quality.serve import LivePage, dashboard_server

@@ -17,7 +17,7 @@ from exactly_once.kafka import broker
 from exactly_once.kafka.broker import ensure_topics
 from exactly_once.kafka.generator import GeneratorConfig, generate_stream
 from exactly_once.kafka.producer import produce_records
-from exactly_once.local.pipeline import run_pipeline
+from exactly_once.local.execution.pipeline import run_pipeline
 
 pytestmark = pytest.mark.kafka
 

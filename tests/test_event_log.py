@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from exactly_once.local.warehouse import Warehouse
+from exactly_once.local.storage.warehouse import Warehouse
 
 
 def _log(spark, run):

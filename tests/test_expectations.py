@@ -11,8 +11,8 @@ from helpers import checked_events
 from pyspark.sql import functions as F
 
 from exactly_once.errors import FlowError
-from exactly_once.local import expectations as ex
-from exactly_once.local.pipeline import run_pipeline
+from exactly_once.local.execution.pipeline import run_pipeline
+from exactly_once.local.graph import expectations as ex
 from exactly_once.transforms.silver import VALUE_DIGEST, parse_events
 
 ROWS = [{"id": 1, "v": 5}, {"id": 2, "v": -1}, {"id": None, "v": 3}, {"id": 4, "v": None}]

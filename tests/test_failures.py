@@ -1,4 +1,4 @@
-"""How a failed flow is told in one line (local/failures.py), from the text Spark reports.
+"""How a failed flow is told in one line (local/execution/failures.py), from the text Spark reports.
 
 The texts below are the parts of real Spark 4.2 / Kafka 3.9 failures that the translation reads
 (tests/test_broker_faults.py produces the real ones, minutes each); the rest of a real message is
@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from exactly_once.errors import DataLossError, FlowError, SourceUnavailableError
-from exactly_once.local.failures import flow_failure
+from exactly_once.local.execution.failures import flow_failure
 
 STREAM_FAILED = ("[STREAM_FAILED] Query [id = 1, runId = 2] terminated with exception: {} "
                  "SQLSTATE: XXKST\n=== Streaming Query ===\nIdentifier: bronze_kafka_events\n"

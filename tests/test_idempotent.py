@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import uuid
 
-from exactly_once.local import idempotent
-from exactly_once.local.delta_log import Marker, row_count
+from exactly_once.local.storage import idempotent
+from exactly_once.local.storage.delta_log import Marker, row_count
 
 
 def test_a_replayed_batch_that_committed_is_not_written_again(spark, tmp_path):

@@ -12,11 +12,11 @@ from pyspark.pipelines.output import MaterializedView, StreamingTable, Temporary
 
 from exactly_once.errors import FlowError, GraphError
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
-from exactly_once.local.loader import load_graph
-from exactly_once.local.pipeline import run_pipeline
-from exactly_once.local.reads import resolved_reads
-from exactly_once.local.update import PipelineUpdate
-from exactly_once.local.warehouse import Warehouse
+from exactly_once.local.execution.pipeline import run_pipeline
+from exactly_once.local.execution.update import PipelineUpdate
+from exactly_once.local.graph.loader import load_graph
+from exactly_once.local.graph.reads import resolved_reads
+from exactly_once.local.storage.warehouse import Warehouse
 from exactly_once.paths import PIPELINES_DIR, pipeline_files
 
 

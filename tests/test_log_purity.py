@@ -29,8 +29,8 @@ from exactly_once import cli
 from exactly_once.config import load_settings
 from exactly_once.kafka.kcat import KafkaRecord, write_kcat_jsonl
 from exactly_once.local.auto_cdc.scd1 import DELETED_AT
-from exactly_once.local.pipeline import run_pipeline
-from exactly_once.local.progress import UpdateResult
+from exactly_once.local.execution.pipeline import run_pipeline
+from exactly_once.local.observe.progress import UpdateResult
 
 NOW = datetime.now(timezone.utc).replace(microsecond=0)
 DAY = timedelta(days=1)
@@ -217,7 +217,7 @@ def test_a_full_refresh_keeps_the_ledger_and_bronze_after_retention(log):
 
 
 def test_full_refresh_of_selected_tables(spark, log):
-    from exactly_once.local.refresh import RefreshError
+    from exactly_once.local.execution.refresh import RefreshError
 
     # The emptied table holds every order again, as before the damage; nothing else ran.
     assert log.current_orders(4, "sel-") == {"sel-o1": (1, "paid")}
@@ -269,7 +269,7 @@ def test_a_tie_decides_the_same_way_across_updates(log):
 HOLD_LOCK = """
 import sys
 from pathlib import Path
-from exactly_once.local.lock import WarehouseLock
+from exactly_once.local.storage.lock import WarehouseLock
 with WarehouseLock(Path(sys.argv[1])):
     print("locked", flush=True)
     sys.stdin.read()  # hold it until the test closes stdin or kills us
@@ -277,7 +277,7 @@ with WarehouseLock(Path(sys.argv[1])):
 
 
 def test_a_second_run_on_a_locked_warehouse_names_the_holder(spark, topic):
-    from exactly_once.local.lock import WarehouseLockedError
+    from exactly_once.local.storage.lock import WarehouseLockedError
 
     topic.publish([("orders", "o1", order("o1-1", "o1", 1, occurred_at=iso(NOW)))])
     holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(topic.warehouse)],

@@ -53,7 +53,7 @@ from exactly_once.kafka.broker import ensure_topics
 from exactly_once.kafka.kcat import KafkaRecord, write_kcat_jsonl
 from exactly_once.kafka.producer import produce_records
 from exactly_once.local.auto_cdc.changes import SEQUENCE
-from exactly_once.local.pipeline import run_pipeline
+from exactly_once.local.execution.pipeline import run_pipeline
 
 EXAMPLES_KNOB = "EXACTLY_ONCE_PROPERTY_EXAMPLES"
 EXAMPLES = int(os.environ.get(EXAMPLES_KNOB, "1"))  # generated streams in all

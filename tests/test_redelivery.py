@@ -15,7 +15,7 @@ from helpers import order, reward
 
 from exactly_once.config import load_settings
 from exactly_once.kafka.kcat import KafkaRecord, write_kcat_jsonl
-from exactly_once.local.pipeline import run_pipeline
+from exactly_once.local.execution.pipeline import run_pipeline
 
 NOW = datetime.now(timezone.utc)
 

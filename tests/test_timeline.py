@@ -8,8 +8,8 @@ from datetime import datetime, timezone
 from exactly_once import cli
 from exactly_once.kafka.generator import GeneratorConfig, generate_stream
 from exactly_once.kafka.kcat import write_kcat_jsonl
-from exactly_once.local.timeline import UPDATE, WAIT_FOR_UPSTREAM
-from exactly_once.local.warehouse import Warehouse
+from exactly_once.local.observe.timeline import UPDATE, WAIT_FOR_UPSTREAM
+from exactly_once.local.storage.warehouse import Warehouse
 
 
 def test_the_event_log_keeps_each_flow_s_phases(spark, quality_run):

@@ -34,8 +34,8 @@ from reference import (
 
 from exactly_once.config import load_settings
 from exactly_once.kafka.broker import client_config, ensure_topics
-from exactly_once.local.pipeline import run_pipeline
-from exactly_once.local.warehouse import Warehouse
+from exactly_once.local.execution.pipeline import run_pipeline
+from exactly_once.local.storage.warehouse import Warehouse
 
 pytestmark = pytest.mark.kafka
 

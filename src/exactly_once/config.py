@@ -66,7 +66,7 @@ class KafkaSettings:
     # SASL (used when security_protocol is SASL_*): the mechanism, and where the credentials live.
     # Never the credentials themselves: on Databricks they come from `secret_scope`
     # (keys `sasl_username_key` / `sasl_password_key`), locally from the environment variables
-    # EXACTLY_ONCE_KAFKA_SASL_USERNAME / _PASSWORD. See exactly_once.kafka_security.
+    # EXACTLY_ONCE_KAFKA_SASL_USERNAME / _PASSWORD. See exactly_once.kafka.security.
     sasl_mechanism: str = "PLAIN"
     secret_scope: str = ""
     sasl_username_key: str = "kafka-sasl-username"

@@ -9,7 +9,7 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CONF_DIR = PROJECT_ROOT / "conf"
 PIPELINES_DIR = PROJECT_ROOT / "pipelines"
 JARS_DIR = PROJECT_ROOT / ".cache" / "jars"
-# The JVM's class-data-sharing archive of what an update loads (local/class_archive.py).
+# The JVM's class-data-sharing archive of what an update loads (local/engine/class_archive.py).
 CLASS_ARCHIVE = PROJECT_ROOT / ".cache" / "jvm" / "spark-classes.jsa"
 # Runtime state (warehouse, broker data and logs) lives under .local unless told otherwise.
 LOCAL_DIR = Path(os.environ.get("EXACTLY_ONCE_HOME", PROJECT_ROOT / ".local"))

@@ -22,7 +22,7 @@ from exactly_once.errors import CliError, SettingsError
 from exactly_once.paths import DEFAULT_WAREHOUSE, PIPELINES_DIR, SPARK_LOG, pipeline_files
 
 if TYPE_CHECKING:
-    from exactly_once.local.dry_run import Analysis
+    from exactly_once.local.graph.dry_run import Analysis
 
 # Partitions per topic when the CLI creates them: more than one, so ordering across partitions
 # is exercised as in production.
@@ -68,8 +68,8 @@ def ensure_topics(settings: Settings) -> None:
 def analyze_pipelines(args: argparse.Namespace) -> Analysis:
     """The pipeline files of `--pipelines` loaded and analyzed (dry_run.py) in a session of
     their own, with no warehouse: nothing is read or written."""
-    from exactly_once.local import session
-    from exactly_once.local.dry_run import analyze
+    from exactly_once.local.engine import session
+    from exactly_once.local.graph.dry_run import analyze
 
     settings = settings_of(args)
     settings = dataclasses.replace(settings, source=resolve_source(settings.source))

@@ -20,8 +20,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     from exactly_once.errors import CliError
-    from exactly_once.local import event_view, session
-    from exactly_once.local.warehouse import Warehouse
+    from exactly_once.local.engine import session
+    from exactly_once.local.observe import event_view
+    from exactly_once.local.storage.warehouse import Warehouse
 
     warehouse = Warehouse(args.warehouse)
     if not warehouse.event_log_path().is_dir():  # before a JVM starts

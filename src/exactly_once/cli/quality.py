@@ -43,7 +43,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def _session(args: argparse.Namespace):
     """The local session (with Delta) for the local warehouse, else the platform's session."""
     if args.warehouse is not None or args.target == "local":
-        from exactly_once.local import session
+        from exactly_once.local.engine import session
 
         return session.build_session(args.warehouse or DEFAULT_WAREHOUSE, log_level="OFF",
                                      jvm_log=SPARK_LOG)
@@ -93,8 +93,8 @@ def handle_dashboard(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace, spark, warehouse: Path) -> int:
     import threading
 
-    from exactly_once.local.continuous import StopRequest
-    from exactly_once.local.warehouse import Warehouse
+    from exactly_once.local.execution.continuous import StopRequest
+    from exactly_once.local.storage.warehouse import Warehouse
     from exactly_once.quality.dashboard import build_dashboard
     from exactly_once.quality.serve import HOST, LivePage, dashboard_server
 

@@ -1,5 +1,6 @@
 """`exactly-once run`: one triggered update of the pipeline into the local warehouse, or with
-`--continuous` updates every trigger interval until SIGINT / SIGTERM (local/continuous.py)."""
+`--continuous` updates every trigger interval until SIGINT / SIGTERM
+(local/execution/continuous.py)."""
 
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _interval(text: str) -> float:
-    from exactly_once.local.continuous import parse_interval
+    from exactly_once.local.execution.continuous import parse_interval
 
     try:
         return parse_interval(text)
@@ -69,10 +70,10 @@ def handle(args: argparse.Namespace) -> int:
     if settings.source == "kafka":
         common.require_broker(settings.kafka.bootstrap_servers)
 
-    from exactly_once.local import session
-    from exactly_once.local.pipeline import run_pipeline
-    from exactly_once.local.progress import Progress
-    from exactly_once.local.timeline import Timeline
+    from exactly_once.local.engine import session
+    from exactly_once.local.execution.pipeline import run_pipeline
+    from exactly_once.local.observe.progress import Progress
+    from exactly_once.local.observe.timeline import Timeline
 
     progress = Progress(quiet=args.quiet)
     if args.continuous:
@@ -98,7 +99,8 @@ def handle(args: argparse.Namespace) -> int:
 
 
 def _continuous(args: argparse.Namespace, settings, progress) -> int:
-    from exactly_once.local import continuous, session
+    from exactly_once.local.engine import session
+    from exactly_once.local.execution import continuous
 
     interval = args.trigger_interval or continuous.parse_interval(
         continuous.DEFAULT_TRIGGER_INTERVAL)

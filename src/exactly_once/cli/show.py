@@ -16,8 +16,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from exactly_once.local import preview, session
-    from exactly_once.local.warehouse import Warehouse
+    from exactly_once.local.engine import session
+    from exactly_once.local.observe import preview
+    from exactly_once.local.storage.warehouse import Warehouse
 
     warehouse = Warehouse(args.warehouse)
     preview.require_table(warehouse, args.table)  # before a JVM starts

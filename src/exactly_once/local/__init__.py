@@ -1,1 +1,17 @@
-"""Runs the files in `pipelines/` on classic PySpark + delta-spark, with Databricks semantics."""
+"""Runs the files in `pipelines/` on classic PySpark + delta-spark, with Databricks semantics.
+
+The runtime is grouped in wings by what each part is for. A wing may import the wings below it
+in this list, never one above it (tests/test_layering.py keeps that true):
+
+    execution/  an update: the graph run flow by flow, upstream first; refresh, continuous runs
+    observe/    what an update reports: progress, timeline, event log, views of a warehouse
+    graph/      the pipeline files loaded into a dataflow graph, `dp` extensions, dry-run
+    auto_cdc/   `create_auto_cdc_flow` applied to Delta, SCD1 and SCD2
+    storage/    the warehouse on disk: layout, Delta log reads, the lock, idempotent writes
+    engine/     the Spark session and the JVM it runs in
+
+Nothing is imported here: importing one wing loads only what it needs.
+"""
+
+# Highest first; the order the docstring above gives.
+WINGS = ("execution", "observe", "graph", "auto_cdc", "storage", "engine")

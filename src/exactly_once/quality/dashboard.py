@@ -2,8 +2,8 @@
 
 Everything it shows comes from Delta tables in the warehouse, read with Spark:
 
-* `event_log` (flow_progress rows, see local/event_log.py): expectation pass/fail per update,
-  duplicates dropped, stale updates ignored, late events, records dropped and quarantined;
+* `event_log` (flow_progress rows, see local/observe/event_log.py): expectation pass/fail per
+  update, duplicates dropped, stale updates ignored, late events, records dropped and quarantined;
 * `quarantine`: records by rule (`explode(errors)`);
 * every table: its row count;
 * the pipeline graph and each dataset's flow history (graph_view.py, from the event log).
@@ -23,9 +23,9 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from exactly_once.errors import QualityError
-from exactly_once.local.delta_log import is_delta_table
-from exactly_once.local.event_log import PIPELINE_NAME
-from exactly_once.local.warehouse import EVENT_LOG_DIR, Warehouse
+from exactly_once.local.observe.event_log import PIPELINE_NAME
+from exactly_once.local.storage.delta_log import is_delta_table
+from exactly_once.local.storage.warehouse import EVENT_LOG_DIR, Warehouse
 from exactly_once.quality.graph_view import GraphView, collect_graph, graph_svg
 from exactly_once.quality.paths import DEFAULT_DASHBOARD
 from exactly_once.quality.template import DASHBOARD

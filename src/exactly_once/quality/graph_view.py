@@ -30,7 +30,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from exactly_once.local.timeline import WAIT_FOR_UPSTREAM
+from exactly_once.local.observe.timeline import WAIT_FOR_UPSTREAM
 
 QUARANTINE = "quarantine"
 STATUS_COLORS = {"COMPLETED": ("#057a55", "#def7ec"), "FAILED": ("#c81e1e", "#fde8e8"),

@@ -18,7 +18,7 @@ from http.server import HTTPServer, SimpleHTTPRequestHandler
 from pathlib import Path
 
 from exactly_once.errors import ExactlyOnceError
-from exactly_once.local.delta_log import latest_version
+from exactly_once.local.storage.delta_log import latest_version
 
 HOST = "127.0.0.1"
 

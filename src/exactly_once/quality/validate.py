@@ -18,8 +18,8 @@ from pyspark.sql import functions as F
 
 from exactly_once.config import Settings, TableQuality
 from exactly_once.errors import QualityError
-from exactly_once.local.delta_log import is_delta_table
-from exactly_once.local.warehouse import Warehouse
+from exactly_once.local.storage.delta_log import is_delta_table
+from exactly_once.local.storage.warehouse import Warehouse
 from exactly_once.quality.gx_suites import build_suite
 from exactly_once.quality.paths import DEFAULT_DATA_DOCS
 

@@ -7,5 +7,6 @@
     scd2.py     SCD type 2: versions per key, replayed from an event journal
     writer.py   the one place that picks SCD1 or SCD2 for a flow
 
-Nothing is imported here, so loading a spec does not load Delta.
+May import storage and engine; never graph, observe or execution. Nothing is imported here,
+so loading a spec does not load Delta.
 """

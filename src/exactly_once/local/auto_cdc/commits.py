@@ -17,10 +17,10 @@ from delta.tables import DeltaMergeBuilder
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from exactly_once.local import idempotent
 from exactly_once.local.auto_cdc.changes import REJECT_REASON
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
-from exactly_once.local.delta_log import Marker
+from exactly_once.local.storage import idempotent
+from exactly_once.local.storage.delta_log import Marker
 
 
 @dataclass(frozen=True)

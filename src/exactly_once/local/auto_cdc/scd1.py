@@ -37,7 +37,6 @@ from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from exactly_once.local import delta_log
 from exactly_once.local.auto_cdc import commits
 from exactly_once.local.auto_cdc.changes import (
     IS_DELETE,
@@ -59,8 +58,9 @@ from exactly_once.local.auto_cdc.changes import (
 )
 from exactly_once.local.auto_cdc.commits import BatchWrite
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
-from exactly_once.local.delta_log import is_delta_table
-from exactly_once.local.warehouse import AutoCdcTables
+from exactly_once.local.storage import delta_log
+from exactly_once.local.storage.delta_log import is_delta_table
+from exactly_once.local.storage.warehouse import AutoCdcTables
 from exactly_once.table_properties import TOMBSTONE_GC_NEVER_SECONDS
 
 DELETED_AT = "__deleted_at"  # processing time a tombstone was written: its retention clock

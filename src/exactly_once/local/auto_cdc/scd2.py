@@ -50,8 +50,8 @@ from exactly_once.local.auto_cdc.changes import (
 )
 from exactly_once.local.auto_cdc.commits import BatchWrite
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
-from exactly_once.local.delta_log import is_delta_table
-from exactly_once.local.warehouse import AutoCdcTables
+from exactly_once.local.storage.delta_log import is_delta_table
+from exactly_once.local.storage.warehouse import AutoCdcTables
 
 START_AT, END_AT = "__START_AT", "__END_AT"
 OP = "__op"

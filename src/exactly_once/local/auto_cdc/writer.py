@@ -15,7 +15,7 @@ from exactly_once.local.auto_cdc import scd1, scd2
 from exactly_once.local.auto_cdc.changes import CdcBatchStats
 from exactly_once.local.auto_cdc.commits import BatchWrite
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
-from exactly_once.local.warehouse import AutoCdcTables
+from exactly_once.local.storage.warehouse import AutoCdcTables
 
 
 class ScdType(Protocol):

@@ -13,7 +13,7 @@ from pathlib import Path
 from delta.tables import DeltaMergeBuilder
 from pyspark.sql import DataFrame, SparkSession
 
-from exactly_once.local.delta_log import Marker, committed_batch
+from exactly_once.local.storage.delta_log import Marker, committed_batch
 
 USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 MATERIALIZE_SOURCE = "spark.databricks.delta.merge.materializeSource"

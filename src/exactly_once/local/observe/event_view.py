@@ -10,9 +10,9 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from exactly_once.errors import CliError
-from exactly_once.local import event_log
-from exactly_once.local.timeline import UPDATE
-from exactly_once.local.warehouse import Warehouse
+from exactly_once.local.observe import event_log
+from exactly_once.local.observe.timeline import UPDATE
+from exactly_once.local.storage.warehouse import Warehouse
 
 LATEST = "latest"
 _SHOWN_PHASES = 3  # the phases a timeline line names, by own seconds

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, SparkSession
 
 from exactly_once.errors import CliError
-from exactly_once.local import delta_log
-from exactly_once.local.warehouse import PIPELINE_DIR, Warehouse
+from exactly_once.local.storage import delta_log
+from exactly_once.local.storage.warehouse import PIPELINE_DIR, Warehouse
 
 
 def table_names(warehouse: Warehouse) -> list[str]:

@@ -35,10 +35,10 @@ from pyspark.sql import SparkSession
 
 from exactly_once.config import Settings
 from exactly_once.errors import SettingsError
-from exactly_once.local.lock import WarehouseLock
-from exactly_once.local.pipeline import run_update
-from exactly_once.local.progress import Progress, UpdateResult
-from exactly_once.local.timeline import Timeline
+from exactly_once.local.execution.pipeline import run_update
+from exactly_once.local.observe.progress import Progress, UpdateResult
+from exactly_once.local.observe.timeline import Timeline
+from exactly_once.local.storage.lock import WarehouseLock
 from exactly_once.paths import PIPELINES_DIR
 
 DEFAULT_TRIGGER_INTERVAL = "10 seconds"

@@ -12,7 +12,7 @@ import pyspark
 from pyspark.sql import SparkSession
 
 from exactly_once.errors import MissingJarsError
-from exactly_once.local import class_archive
+from exactly_once.local.engine import class_archive
 from exactly_once.paths import JARS_DIR
 
 

@@ -1,16 +1,7 @@
-"""The Spark JVM's class-data-sharing archive: classes a pipeline update loads, mapped from one
-file instead of being read, verified and parsed from jars at every start.
+"""`make setup`'s training update: a tiny pipeline update in a JVM of its own, which writes the
+engine's class-data-sharing archive (`engine/class_archive.py`) as it exits.
 
-A JVM spends most of a bare Spark session's start loading classes; with the archive a command's
-session starts markedly faster (BENCHMARKS.md, issue 19). `make setup` builds it once by running
-a tiny update in a JVM started with `-XX:ArchiveClassesAtExit` (JDK 13+, a dynamic archive over
-the JDK's default one), which writes the archive when that JVM exits. Sessions then start with
-`-XX:SharedArchiveFile`. The JVM checks the archive against itself and its class path at start
-and ignores an archive that does not match (another JDK, other jars): nothing breaks, the start
-is only as slow as without it. Its log lines about that are off, so a command's output stays
-its own.
-
-    python -m exactly_once.local.class_archive [ARCHIVE]   # what `make setup` runs
+    python -m exactly_once.local.execution.train_jvm [ARCHIVE]   # what `make setup` runs
 """
 
 from __future__ import annotations
@@ -20,15 +11,10 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
+from exactly_once.local.engine import class_archive
+from exactly_once.local.engine.session import build_session
+from exactly_once.local.execution.pipeline import run_pipeline
 from exactly_once.paths import CLASS_ARCHIVE
-
-# -Xshare:auto is the default: an archive that cannot be used is skipped, not an error.
-_QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
-
-
-def java_options(archive: Path = CLASS_ARCHIVE) -> str:
-    """The driver JVM's options for using `archive`; empty when it has not been built."""
-    return f"-XX:SharedArchiveFile={archive} {_QUIET}" if archive.is_file() else ""
 
 
 def build(archive: Path = CLASS_ARCHIVE) -> None:
@@ -38,8 +24,6 @@ def build(archive: Path = CLASS_ARCHIVE) -> None:
     from exactly_once.config import load_settings
     from exactly_once.kafka.generator import GeneratorConfig, generate_stream
     from exactly_once.kafka.kcat import as_consumed, write_kcat_jsonl
-    from exactly_once.local.pipeline import run_pipeline
-    from exactly_once.local.session import build_session
 
     archive.parent.mkdir(parents=True, exist_ok=True)
     archive.unlink(missing_ok=True)  # a JVM must not map the file it is writing
@@ -48,7 +32,7 @@ def build(archive: Path = CLASS_ARCHIVE) -> None:
         stream = work / "stream.jsonl"
         write_kcat_jsonl(stream, as_consumed(generate_stream(GeneratorConfig(
             events=60, orders=6, players=3, malformed_rate=0.05, seed=1))))
-        options = f"-XX:ArchiveClassesAtExit={archive} {_QUIET}"
+        options = f"-XX:ArchiveClassesAtExit={archive} {class_archive.QUIET}"
         spark = build_session(work / "warehouse", log_level="OFF",
                               extra_conf={"spark.driver.extraJavaOptions": options})
         run_pipeline(spark, replace(load_settings("local"), source=f"file:{stream}"),

@@ -8,13 +8,13 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from exactly_once.config import Settings
-from exactly_once.local.loader import load_graph
-from exactly_once.local.lock import WarehouseLock
-from exactly_once.local.progress import Progress, UpdateResult
-from exactly_once.local.refresh import RefreshSelection
-from exactly_once.local.timeline import UPDATE, Timeline
-from exactly_once.local.update import PipelineUpdate
-from exactly_once.local.warehouse import Warehouse
+from exactly_once.local.execution.refresh import RefreshSelection
+from exactly_once.local.execution.update import PipelineUpdate
+from exactly_once.local.graph.loader import load_graph
+from exactly_once.local.observe.progress import Progress, UpdateResult
+from exactly_once.local.observe.timeline import UPDATE, Timeline
+from exactly_once.local.storage.lock import WarehouseLock
+from exactly_once.local.storage.warehouse import Warehouse
 from exactly_once.paths import PIPELINES_DIR, pipeline_files
 
 

@@ -6,8 +6,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from exactly_once.local.expectations import ExpectationMetric
-from exactly_once.local.timeline import Timeline
+from exactly_once.local.graph.expectations import ExpectationMetric
+from exactly_once.local.observe.timeline import Timeline
 
 
 @dataclass
@@ -25,7 +25,7 @@ class FlowResult:
     seconds: float = 0.0
     status: str = "COMPLETED"  # or FAILED, as the event log reports it
     error: str | None = None
-    # Expectations (local/expectations.py): summed streaming `observedMetrics`, then per rule.
+    # Expectations (local/graph/expectations.py): summed streaming `observedMetrics`, then per rule.
     observed: dict[str, dict[str, int]] = field(default_factory=dict)
     expectations: list[ExpectationMetric] = field(default_factory=list)
     dropped_records: int | None = None  # None: the flow has no expectations

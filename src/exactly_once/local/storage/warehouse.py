@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from exactly_once.local import delta_log
-from exactly_once.local.delta_log import is_delta_table
+from exactly_once.local.storage import delta_log
+from exactly_once.local.storage.delta_log import is_delta_table
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -22,16 +22,17 @@ from pyspark.pipelines.flow import Flow
 from pyspark.sql import DataFrame, SparkSession
 
 from exactly_once.errors import ExactlyOnceError, GraphError
-from exactly_once.local import event_log, flows
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
-from exactly_once.local.expectations import ObservedExpectations, apply_expectations, declared
-from exactly_once.local.progress import FlowResult, Progress, UpdateResult
-from exactly_once.local.reads import resolved_reads
-from exactly_once.local.refresh import RefreshSelection, plan_refresh
-from exactly_once.local.registry import PipelineGraph
-from exactly_once.local.streams import flow_error
-from exactly_once.local.timeline import UPDATE, WAIT_FOR_UPSTREAM, Timeline
-from exactly_once.local.warehouse import Warehouse
+from exactly_once.local.execution import flows
+from exactly_once.local.execution.refresh import RefreshSelection, plan_refresh
+from exactly_once.local.execution.streams import flow_error
+from exactly_once.local.graph.expectations import ObservedExpectations, apply_expectations, declared
+from exactly_once.local.graph.reads import resolved_reads
+from exactly_once.local.graph.registry import PipelineGraph
+from exactly_once.local.observe import event_log
+from exactly_once.local.observe.progress import FlowResult, Progress, UpdateResult
+from exactly_once.local.observe.timeline import UPDATE, WAIT_FOR_UPSTREAM, Timeline
+from exactly_once.local.storage.warehouse import Warehouse
 
 # A flow bound to its session and target, given its query, the warehouse, the progress and the
 # timeline.

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import IO
 
 from exactly_once.errors import WarehouseLockedError
-from exactly_once.local.warehouse import Warehouse
+from exactly_once.local.storage.warehouse import Warehouse
 
 
 class WarehouseLock:

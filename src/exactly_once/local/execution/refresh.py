@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from exactly_once.errors import RefreshError
-from exactly_once.local.registry import PipelineGraph
+from exactly_once.local.graph.registry import PipelineGraph
 from exactly_once.table_properties import RESET_ALLOWED, reset_allowed
 
 

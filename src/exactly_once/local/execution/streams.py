@@ -18,9 +18,9 @@ from pyspark.sql import DataFrame
 from pyspark.sql.streaming import StreamingQuery
 
 from exactly_once.errors import FlowError
-from exactly_once.local.failures import flow_failure
-from exactly_once.local.progress import FlowResult, Progress
-from exactly_once.local.timeline import Timeline
+from exactly_once.local.execution.failures import flow_failure
+from exactly_once.local.observe.progress import FlowResult, Progress
+from exactly_once.local.observe.timeline import Timeline
 
 # (micro-batch, its id, the query's id, whether this batch is a replay) -> None
 BatchHandler = Callable[[DataFrame, int, str, bool], None]

@@ -29,10 +29,10 @@ from pyspark.sql.types import BooleanType, StructType
 
 from exactly_once.config import Settings
 from exactly_once.errors import GraphError
-from exactly_once.local import dp_extensions
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.auto_cdc.writer import scd_type_of
-from exactly_once.local.dataflow import (
+from exactly_once.local.graph import dp_extensions
+from exactly_once.local.graph.dataflow import (
     APPEND,
     MATERIALIZED_VIEW,
     VIEW,
@@ -43,10 +43,10 @@ from exactly_once.local.dataflow import (
     auto_cdc_kind,
     dataset_kind,
 )
-from exactly_once.local.expectations import Expectation, apply_expectations, declared
-from exactly_once.local.loader import run_file
-from exactly_once.local.reads import resolved_reads
-from exactly_once.local.registry import PipelineGraph
+from exactly_once.local.graph.expectations import Expectation, apply_expectations, declared
+from exactly_once.local.graph.loader import run_file
+from exactly_once.local.graph.reads import resolved_reads
+from exactly_once.local.graph.registry import PipelineGraph
 
 # pyspark logs each analysis error with its DataFrame context before raising it: the problem
 # line says it already.

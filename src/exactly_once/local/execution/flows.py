@@ -12,16 +12,16 @@ from contextlib import AbstractContextManager
 from pyspark.sql import DataFrame, SparkSession
 
 from exactly_once.errors import FlowError
-from exactly_once.local import delta_log, idempotent
 from exactly_once.local.auto_cdc.changes import CdcBatchStats
 from exactly_once.local.auto_cdc.commits import BatchWrite
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.auto_cdc.writer import scd_type_of
-from exactly_once.local.delta_log import Marker
-from exactly_once.local.progress import FlowResult, Progress
-from exactly_once.local.streams import flow_error, run_available_now
-from exactly_once.local.timeline import Timeline
-from exactly_once.local.warehouse import Warehouse
+from exactly_once.local.execution.streams import flow_error, run_available_now
+from exactly_once.local.observe.progress import FlowResult, Progress
+from exactly_once.local.observe.timeline import Timeline
+from exactly_once.local.storage import delta_log, idempotent
+from exactly_once.local.storage.delta_log import Marker
+from exactly_once.local.storage.warehouse import Warehouse
 
 
 def run_append_flow(spark: SparkSession, flow_name: str, target: str, df: DataFrame,

@@ -13,9 +13,9 @@ from contextlib import contextmanager
 
 from pyspark import pipelines as dp
 
-from exactly_once.local import expectations
 from exactly_once.local.auto_cdc.spec import AutoCdcDeclarations
-from exactly_once.local.registry import PipelineGraph
+from exactly_once.local.graph import expectations
+from exactly_once.local.graph.registry import PipelineGraph
 
 
 @contextmanager

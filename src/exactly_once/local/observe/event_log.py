@@ -33,10 +33,10 @@ from datetime import datetime, timezone
 
 from pyspark.sql import DataFrame, SparkSession
 
-from exactly_once.local import delta_log
-from exactly_once.local.progress import FlowResult
-from exactly_once.local.timeline import Span, Timeline
-from exactly_once.local.warehouse import Warehouse
+from exactly_once.local.observe.progress import FlowResult
+from exactly_once.local.observe.timeline import Span, Timeline
+from exactly_once.local.storage import delta_log
+from exactly_once.local.storage.warehouse import Warehouse
 
 PIPELINE_NAME = "exactly_once"
 

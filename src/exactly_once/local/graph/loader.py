@@ -9,8 +9,8 @@ from pathlib import Path
 from pyspark.pipelines.graph_element_registry import graph_element_registration_context
 from pyspark.sql import SparkSession
 
-from exactly_once.local import dp_extensions
-from exactly_once.local.registry import PipelineGraph
+from exactly_once.local.graph import dp_extensions
+from exactly_once.local.graph.registry import PipelineGraph
 
 
 def load_graph(spark: SparkSession, files: Iterable[Path]) -> PipelineGraph:

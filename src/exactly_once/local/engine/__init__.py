@@ -1,0 +1,7 @@
+"""The engine the runtime runs on: the Spark session and the JVM under it.
+
+    session.py        the SparkSession: Delta, the Kafka source, the settings an update needs
+    class_archive.py  the JVM's class-data-sharing archive, mapped at start
+
+The bottom wing: it imports no other wing.
+"""

@@ -1,0 +1,13 @@
+"""One pipeline update, executed: every flow of the graph run on Spark, upstream first.
+
+    pipeline.py    the entry point: settings in, one update out (under the warehouse lock)
+    update.py      the update: flows ordered by what they read, independent ones in parallel
+    flows.py       one flow: streaming append, materialized view, AUTO CDC
+    streams.py     the streaming queries: availableNow with a foreachBatch writer
+    refresh.py     which tables an update refreshes and which it resets
+    failures.py    a failed flow as one line
+    continuous.py  updates paced by a trigger interval until stopped
+    train_jvm.py   `make setup`'s training update for the engine's class archive
+
+The top wing: it may import observe, graph, auto_cdc, storage and engine.
+"""

@@ -1,0 +1,12 @@
+"""The pipeline as declared: files loaded into a dataflow graph, checked without data.
+
+    loader.py         runs each pipeline file unchanged and returns the graph it declares
+    registry.py       collects datasets and flows through pyspark's registration hook
+    dp_extensions.py  Databricks' `dp` API that open-source pyspark lacks (AUTO CDC, expectations)
+    expectations.py   expectation decorators and their evaluation on a DataFrame
+    reads.py          reads of pipeline datasets resolved as Databricks resolves them
+    dataflow.py       the graph as a person reads it: text, Mermaid, dot, JSON
+    dry_run.py        `exactly-once dry-run`: every dataset analyzed, nothing read or written
+
+May import auto_cdc, storage and engine; never observe or execution.
+"""

@@ -1,0 +1,9 @@
+"""The warehouse on disk: where each table, checkpoint and state lives, and how it is written.
+
+    warehouse.py   the layout: tables, checkpoints, AUTO CDC state, the pipeline's own files
+    delta_log.py   a Delta table's log read directly, no Spark job
+    lock.py        one update at a time per warehouse
+    idempotent.py  Delta writes that a replayed micro-batch does not repeat
+
+May import engine only.
+"""

@@ -1,0 +1,110 @@
+"""The runtime's wings import one way (src/exactly_once/local/__init__.py): a wing imports only
+the wings below it, and no module imports itself back through another."""
+
+from __future__ import annotations
+
+import ast
+import shutil
+from pathlib import Path
+
+from exactly_once.local import WINGS
+
+LOCAL = Path(__file__).resolve().parents[1] / "src" / "exactly_once" / "local"
+PACKAGE = "exactly_once.local"
+
+
+def module_name(path: Path, root: Path = LOCAL) -> str:
+    parts = path.relative_to(root).with_suffix("").parts
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join((PACKAGE, *parts))
+
+
+def imported_modules(path: Path, root: Path = LOCAL) -> set[str]:
+    """Every `exactly_once.local...` module `path` imports, at the top or inside a function."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            # `from exactly_once.local.storage import delta_log` imports a module too
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    known = {module_name(p, root) for p in root.rglob("*.py")}
+    return {name for name in found if name in known and name != PACKAGE}
+
+
+def wing_of(module: str) -> str:
+    return module.removeprefix(PACKAGE + ".").split(".")[0]
+
+
+def layering_violations(root: Path = LOCAL) -> list[str]:
+    problems = []
+    for path in sorted(root.rglob("*.py")):
+        if path.parent == root:
+            continue
+        here = module_name(path, root)
+        for target in sorted(imported_modules(path, root)):
+            if WINGS.index(wing_of(target)) < WINGS.index(wing_of(here)):
+                problems.append(f"{here} imports {target}: {wing_of(here)} is below "
+                                f"{wing_of(target)}")
+    return problems
+
+
+def import_cycles(root: Path = LOCAL) -> list[list[str]]:
+    """Each cycle of module imports, found by a depth-first walk, as the path that closes it."""
+    graph = {module_name(p, root): imported_modules(p, root) for p in root.rglob("*.py")}
+    cycles: list[list[str]] = []
+    finished: set[str] = set()
+
+    def visit(path: list[str]) -> None:
+        for target in sorted(graph[path[-1]]):
+            if target in path:
+                cycles.append(path[path.index(target):] + [target])
+            elif target not in finished:
+                visit([*path, target])
+        finished.add(path[-1])
+
+    for module in sorted(graph):
+        if module not in finished:
+            visit([module])
+    return cycles
+
+
+def test_every_module_lives_in_a_wing():
+    loose = [p.name for p in LOCAL.glob("*.py") if p.name != "__init__.py"]
+    assert loose == []
+    assert sorted(p.name for p in LOCAL.iterdir() if (p / "__init__.py").is_file()) \
+        == sorted(WINGS)
+
+
+def test_wings_import_only_the_wings_below_them():
+    assert layering_violations() == []
+
+
+def test_no_module_imports_itself_back():
+    assert import_cycles() == []
+
+
+def tree_with_import(tmp_path: Path, module: str, statement: str) -> Path:
+    copy = tmp_path / "local"
+    shutil.copytree(LOCAL, copy)
+    (copy / module).write_text((copy / module).read_text() + f"\n{statement}\n")
+    return copy
+
+
+def test_the_check_catches_a_storage_module_importing_execution(tmp_path):
+    """The checks above can fail: a copy of the tree where storage imports execution."""
+    copy = tree_with_import(tmp_path, "storage/lock.py",
+                            "from exactly_once.local.execution.update import PipelineUpdate")
+    assert layering_violations(copy) == [
+        "exactly_once.local.storage.lock imports exactly_once.local.execution.update: "
+        "storage is below execution"]
+
+
+def test_the_check_catches_a_cycle_inside_a_wing(tmp_path):
+    copy = tree_with_import(tmp_path, "engine/class_archive.py",
+                            "from exactly_once.local.engine import session")
+    assert import_cycles(copy) == [["exactly_once.local.engine.class_archive",
+                                    "exactly_once.local.engine.session",
+                                    "exactly_once.local.engine.class_archive"]]
