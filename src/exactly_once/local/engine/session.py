@@ -83,13 +83,13 @@ def build_session(warehouse: Path, app_name: str = "exactly-once", shuffle_parti
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.memory", "4g")
         .config("spark.databricks.delta.snapshotPartitions", "2")
-        # No code generation: the local runtime's queries are many and mostly small, and
-        # generating and compiling code for each plan (then JIT-compiling it) cost more than it
-        # saved. Measured in one session (BENCHMARKS.md, issue 19): small updates -25% wall and
-        # CPU, 242,000 records no slower. Interpreted evaluation is the path codegen falls back
-        # to, and Spark's own tests run every operator both ways.
+        # No whole-stage code generation: the local runtime's queries are many and mostly
+        # small, and generating and compiling code for each plan (then JIT-compiling it) cost
+        # more than it saved (BENCHMARKS.md, issue 19). Expression code generation stays at
+        # Spark's default (`factoryMode` FALLBACK): NO_CODEGEN broke typed decoding such as
+        # `spark.catalog.listTables()` (issue 29) and saved nothing measurable on top of this
+        # (BENCHMARKS.md, issue 25).
         .config("spark.sql.codegen.wholeStage", "false")
-        .config("spark.sql.codegen.factoryMode", "NO_CODEGEN")
         .config("spark.sql.streaming.numRecentProgressUpdates", "10000")
         # An availableNow update ends with its data: no extra batch only to move a watermark.
         # Silver's dedup state then expires with the next batch that has data instead of
