@@ -12,7 +12,7 @@ import pyspark
 from pyspark.sql import SparkSession
 
 from exactly_once.errors import MissingJarsError
-from exactly_once.local.engine import class_archive
+from exactly_once.local.engine import class_archive, local_fs
 from exactly_once.paths import JARS_DIR
 
 
@@ -98,6 +98,9 @@ def build_session(warehouse: Path, app_name: str = "exactly-once", shuffle_parti
         .config("spark.sql.streaming.noDataMicroBatches.enabled", "false")
         .config("spark.databricks.delta.properties.defaults.checkpointInterval", "50")
     )
+    # Local files through Java NIO, not `chmod` and `readlink` processes (engine/local_fs.py).
+    for key, value in local_fs.spark_conf().items():
+        builder = builder.config(key, value)
     # Classes mapped from `make setup`'s archive rather than loaded from jars, when it exists.
     if java_options := class_archive.java_options():
         builder = builder.config("spark.driver.extraJavaOptions", java_options)
