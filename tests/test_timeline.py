@@ -62,7 +62,6 @@ def test_run_profile_prints_the_top_costs_and_writes_a_trace(in_session, tmp_pat
     processes = next(line for line in out.splitlines()
                      if line.startswith("Child processes the Spark JVM started during the update"))
     assert "chmod" not in processes and "readlink" not in processes, processes
-    print(processes)
     table = out[out.index("Top costs"):out.index("Trace (open")].splitlines()[2:]
     assert table and all(WAIT_FOR_UPSTREAM not in line for line in table)
     seconds = [float(line.split()[-3]) for line in table]
