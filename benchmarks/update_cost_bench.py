@@ -120,7 +120,7 @@ class Driver:
         spec = importlib.util.spec_from_file_location(
             "jvm_processes", REPO / "src/exactly_once/local/engine/jvm_processes.py")
         assert spec and spec.loader
-        self.jvm_processes = importlib.util.module_from_spec(spec)
+        self.jvm_processes = sys.modules[spec.name] = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(self.jvm_processes)
 
     def jvm_cpu(self) -> float:
