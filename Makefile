@@ -5,13 +5,14 @@ BIN    := $(VENV)/bin
 JARS   := .cache/jars
 M2     := .cache/m2
 CLASS_ARCHIVE := .cache/jvm/spark-classes.jsa
+LOCAL_FS_JAR  := .cache/jvm/exactly-once-local-fs.jar
 PYTHON ?= python3
 MVN    := mvn -q -B -Dmaven.repo.local=$(CURDIR)/$(M2)
 
 .PHONY: setup test-setup jars demo test lint broker-start broker-stop clean
 
 # What the pipeline needs; the tests also need the Databricks CLI, dbx's own env and Chromium.
-setup: $(VENV)/.installed $(JARS)/.resolved $(CLASS_ARCHIVE)
+setup: $(VENV)/.installed $(JARS)/.resolved $(LOCAL_FS_JAR) $(CLASS_ARCHIVE)
 test-setup: setup databricks-cli dbx-env chromium
 
 $(VENV)/.installed: pyproject.toml
@@ -29,9 +30,20 @@ $(JARS)/.resolved: jvm/spark/pom.xml jvm/kafka-broker/pom.xml
 	    -DoutputDirectory=$(CURDIR)/$(JARS)/kafka-broker
 	touch $@
 
+# Hadoop's local file system without chmod/readlink processes (local/engine/local_fs.py): three
+# small classes compiled against the Hadoop client in the pyspark wheel; no download.
+LOCAL_FS_SOURCES := $(wildcard jvm/local-fs/src/exactlyonce/localfs/*.java)
+$(LOCAL_FS_JAR): $(LOCAL_FS_SOURCES) $(VENV)/.installed
+	rm -rf $@.classes && mkdir -p $@.classes
+	javac --release 17 -Xlint:all -Werror -d $@.classes \
+	    -cp "$$(ls $(VENV)/lib/python*/site-packages/pyspark/jars/hadoop-client-api-*.jar)" \
+	    $(LOCAL_FS_SOURCES)
+	jar --create --file $@ -C $@.classes .
+	rm -rf $@.classes
+
 # The JVM's class-data-sharing archive (src/exactly_once/local/engine/class_archive.py): Spark
 # sessions start faster with it, and work the same without it. Rebuilt when the jars change.
-$(CLASS_ARCHIVE): $(VENV)/.installed $(JARS)/.resolved
+$(CLASS_ARCHIVE): $(VENV)/.installed $(JARS)/.resolved $(LOCAL_FS_JAR)
 	$(BIN)/python -m exactly_once.local.execution.train_jvm $@
 
 demo: setup

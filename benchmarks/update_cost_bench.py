@@ -1,19 +1,24 @@
-"""Benchmark: the fixed cost of a pipeline update (issue 19), side by side with a baseline tree.
+"""Benchmark: the fixed cost of a pipeline update (issues 19, 25), side by side with a baseline.
 
     .venv/bin/python benchmarks/update_cost_bench.py                          # this tree
     .venv/bin/python benchmarks/update_cost_bench.py --baseline /path/to/old  # and a checkout
                                                         # of another commit, part by part
-    .venv/bin/python benchmarks/update_cost_bench.py --parts warm,process --profile
+    .venv/bin/python benchmarks/update_cost_bench.py --parts warm,ab --profile
 
 Every measurement runs in fresh processes with `PYTHONPATH=<tree>/src`, so a baseline checkout
-(e.g. `git worktree add ../before <commit>`) is measured by its own code, on the same machine,
-minutes apart. Parts:
+(e.g. `git worktree add ../before <commit>`, set up with its own `.cache`) is measured by its
+own code, on the same machine, minutes apart. Parts:
 
-- warm: one process, one Spark session, a warehouse built from a 1,000-event history, then
-  three updates of ~100 new records each (a new kcat dump per update, the file source reading
-  the dumps' glob), as a user's pytest runs them. The 2nd and 3rd are the measure (target
-  <= 3 s); next to them, in the same session, a plain availableNow append of the same dump into
-  one Delta table: the cost of a single streaming query, the floor for one flow.
+- warm: a warehouse built from a 1,000-event history in one process; then, in a new process
+  and session, updates of ~100 new records each (a new kcat dump per update, the file source
+  reading the dumps' glob), as a user's pytest runs them. The first is "the first update of a
+  new process"; the 2nd to 4th are the warm measure (target <= 3 s). For each: wall seconds,
+  the driver JVM's CPU seconds (/proc), the child processes the JVM started (a JFR recording,
+  local/engine/jvm_processes.py) and, in the same session, a plain availableNow append of the
+  same dump into one Delta table: the cost of a single streaming query.
+- ab (this tree only): session settings A/B in one session, alternating update by update
+  (`AB_SETTINGS`: the alternative, against what the session sets), so both see the same
+  machine load: wall and JVM CPU per update, means per side.
 - process: `exactly-once run --quiet` over the demo's 6,300-record stream as a whole process,
   and a process that only starts and stops the Spark session (targets: <= 15 s, <= 2x the bare
   session).
@@ -27,8 +32,10 @@ minutes apart. Parts:
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
+import pickle
 import re
 import subprocess
 import sys
@@ -41,18 +48,34 @@ from _common import REPO, commit, stream_records
 from exactly_once.kafka.generator import GeneratorConfig, generate_stream
 from exactly_once.kafka.kcat import as_consumed, write_kcat_jsonl
 
-PARTS = ("warm", "process", "throughput")
-WARM_UPDATES = 3
+PARTS = ("warm", "ab", "process", "throughput")
+WARM_UPDATES = 4  # the first of a new process, then three warm ones
+# Settings the `ab` part alternates with the session's own: (name, {key: alternative value}).
+AB_SETTINGS = (
+    ("expression codegen off (factoryMode NO_CODEGEN, issue 19; breaks listTables)",
+     {"spark.sql.codegen.factoryMode": "NO_CODEGEN"}),
+    ("RocksDB changelog checkpointing off",
+     {"spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "false"}),
+)
+AB_PAIRS = 3
 
+# The session and the pipeline's entry point, in the runtime's layout (engine/, execution/,
+# observe/) or the one before its wings (b630186 and older: all in local/).
+IMPORTS = """
+try:
+    from exactly_once.local.engine.session import build_session
+    from exactly_once.local.execution.pipeline import run_pipeline
+except ImportError:
+    from exactly_once.local.session import build_session
+    from exactly_once.local.pipeline import run_pipeline
+"""
 # Run by `python -c` in the measured tree: a bare session; a raw append of one file.
-BARE_SESSION = """
+BARE_SESSION = IMPORTS + """
 import sys; from pathlib import Path
-from exactly_once.local.engine.session import build_session
 build_session(Path(sys.argv[1]), log_level='OFF').stop()
 """
-RAW_APPEND = """
+RAW_APPEND = IMPORTS + """
 import sys; from pathlib import Path
-from exactly_once.local.engine.session import build_session
 from exactly_once.transforms.bronze import read_kcat_file
 table = Path(sys.argv[2])
 spark = build_session(table.parent / 'raw_warehouse', log_level='OFF')
@@ -81,48 +104,123 @@ def cli_run(tree: Path, source: Path, warehouse: Path) -> tuple[float, str]:
                           f"file:{source}", "--warehouse", str(warehouse)])
 
 
-# -- warm: runs inside the measured tree's process (`--worker warm`) --------------------------
-def warm_worker(work: Path, profile: bool) -> None:
-    """Prints one JSON line per update: seconds, and the raw append of the same dump."""
-    import inspect
-    from dataclasses import replace
+# -- warm and ab: run inside the measured tree's process (`--worker PART DIR`) -----------------
+class Driver:
+    """The measured tree's session, its pipeline and what its driver JVM spends."""
 
+    def __init__(self, work: Path) -> None:
+        namespace: dict = {}
+        exec(IMPORTS, namespace)  # noqa: S102 - the measured tree's own modules
+        self.build_session = namespace["build_session"]
+        self.run_pipeline = namespace["run_pipeline"]
+        self.work = work
+        self.spark = self.build_session(work / "warehouse", log_level="OFF")
+        self.pid = self.spark._jvm.ProcessHandle.current().pid()
+        # This tree's recorder works on any tree's JVM: it only needs the session's gateway.
+        spec = importlib.util.spec_from_file_location(
+            "jvm_processes", REPO / "src/exactly_once/local/engine/jvm_processes.py")
+        assert spec and spec.loader
+        self.jvm_processes = sys.modules[spec.name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(self.jvm_processes)
+
+    def jvm_cpu(self) -> float:
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def update(self, source: str, **kwargs) -> dict:
+        """One update: wall and JVM CPU seconds, child processes started, its result."""
+        from dataclasses import replace
+
+        from exactly_once.config import load_settings
+
+        settings = replace(load_settings("local"), source=source)
+        recording = self.jvm_processes.ProcessRecording(self.spark).start()
+        cpu, started = self.jvm_cpu(), time.monotonic()
+        result = self.run_pipeline(self.spark, settings, self.work / "warehouse", **kwargs)
+        seconds, cpu = time.monotonic() - started, self.jvm_cpu() - cpu
+        processes = recording.stop()
+        return {"seconds": seconds, "jvm_cpu": cpu, "processes": len(processes),
+                "process_summary": self.jvm_processes.summary(processes), "result": result}
+
+
+def history_worker(work: Path) -> None:
     from _common import Feed
 
-    from exactly_once.config import load_settings
-    from exactly_once.local.engine.session import build_session
-    from exactly_once.local.execution.pipeline import run_pipeline
-    from exactly_once.transforms.bronze import read_kcat_file
-
-    spark = build_session(work / "warehouse", log_level="OFF")
-    settings = load_settings("local")
+    driver = Driver(work)
     feed = Feed.for_history(work / "feed", 1000)
     feed.append(1000, seed=1000)
-    run_pipeline(spark, replace(settings, source=feed.source), work / "warehouse")
-    with_timeline = "timeline" in inspect.signature(run_pipeline).parameters
+    driver.update(feed.source)
+    (work / "feed.pickle").write_bytes(pickle.dumps(feed))
+    driver.spark.stop()
+
+
+def warm_worker(work: Path, profile: bool) -> None:
+    """Prints one JSON line per update: seconds, JVM CPU, processes, and the raw append of the
+    same dump."""
+    import inspect
+
+    from exactly_once.transforms.bronze import read_kcat_file
+
+    driver = Driver(work)
+    spark = driver.spark
+    feed = pickle.loads((work / "feed.pickle").read_bytes())
+    with_timeline = "timeline" in inspect.signature(driver.run_pipeline).parameters
     for i in range(WARM_UPDATES + profile):
         records = feed.append(80, seed=i + 1)
         kwargs = {}
+        profiled = i == WARM_UPDATES
         if with_timeline:
-            from exactly_once.local.observe.timeline import Timeline
-            kwargs["timeline"] = Timeline(spark_jobs=i == WARM_UPDATES)
-        started = time.monotonic()
-        result = run_pipeline(spark, replace(settings, source=feed.source), work / "warehouse",
-                              **kwargs)
-        seconds = time.monotonic() - started
+            try:
+                from exactly_once.local.observe.timeline import Timeline
+            except ImportError:
+                from exactly_once.local.timeline import Timeline
+            kwargs["timeline"] = Timeline(spark_jobs=profiled)
+        row = driver.update(feed.source, **kwargs)
+        result = row.pop("result")
         latest = sorted(feed.directory.glob("part-*.jsonl"))[-1]
         started = time.monotonic()
         read_kcat_file(spark, str(latest)).writeStream.format("delta") \
             .option("checkpointLocation", str(work / f"raw{i}_checkpoint")) \
             .trigger(availableNow=True).start(str(work / f"raw{i}")).awaitTermination()
-        raw = time.monotonic() - started
-        costs = result.timeline.top_costs(12) if i == WARM_UPDATES else []
-        print(json.dumps({"update": i + 1, "records": records, "seconds": seconds, "raw": raw,
-                          "profiled": i == WARM_UPDATES, "top_costs": costs}), flush=True)
+        row["raw"] = time.monotonic() - started
+        row["top_costs"] = result.timeline.top_costs(12) if profiled else []
+        print(json.dumps({"update": i + 1, "records": records, "profiled": profiled, **row}),
+              flush=True)
     spark.stop()
 
 
+def ab_worker(work: Path) -> None:
+    """Each setting of AB_SETTINGS against the session's own, alternating update by update."""
+    driver = Driver(work)
+    spark = driver.spark
+    feed = pickle.loads((work / "feed.pickle").read_bytes())
+    driver.update(feed.source)  # a first update of this process: not measured
+    seed = 100
+    for name, alternative in AB_SETTINGS:
+        own = {key: spark.conf.get(key, None) for key in alternative}
+        for pair in range(AB_PAIRS):
+            for side in (("own", "alternative") if pair % 2 == 0 else ("alternative", "own")):
+                for key, value in (alternative if side == "alternative" else own).items():
+                    if value is None:
+                        spark.conf.unset(key)
+                    else:
+                        spark.conf.set(key, value)
+                seed += 1
+                feed.append(80, seed=seed)
+                row = driver.update(feed.source)
+                row.pop("result")
+                print(json.dumps({"setting": name, "side": side, **row}), flush=True)
+        for key, value in own.items():
+            spark.conf.unset(key) if value is None else spark.conf.set(key, value)
+    spark.stop()
+
+
+def mean(values: list[float]) -> float:
+    return sum(values) / len(values)
+
+
 def warm(tree: Path, work: Path, profile: bool) -> dict[str, float]:
+    process(tree, [__file__, "--worker", "history", str(work)])
     _, out = process(tree, [__file__, "--worker", "warm", str(work), *(["--profile"] * profile)])
     rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     for row in rows:
@@ -132,11 +230,39 @@ def warm(tree: Path, work: Path, profile: bool) -> dict[str, float]:
             for cost in row["top_costs"]:
                 print(f"    {cost}")
             continue
-        print(f"  update {row['update']}: {row['records']} records {row['seconds']:.1f}s; "
+        print(f"  update {row['update']}: {row['records']} records {row['seconds']:.1f}s, "
+              f"JVM CPU {row['jvm_cpu']:.1f}s, child processes {row['process_summary']}; "
               f"raw append of the same dump {row['raw']:.1f}s")
-    measured = [r for r in rows if not r["profiled"]][1:]  # the 2nd and 3rd
-    return {"warm update, 2nd-3rd (mean s)": sum(r["seconds"] for r in measured) / len(measured),
-            "raw append, same dumps (mean s)": sum(r["raw"] for r in measured) / len(measured)}
+    plain = [r for r in rows if not r["profiled"]]
+    first, measured = plain[0], plain[1:]
+    warm_seconds = mean([r["seconds"] for r in measured])
+    return {"first update of a new process (s)": first["seconds"],
+            "warm update, 2nd-4th (mean s)": warm_seconds,
+            "first / warm": first["seconds"] / warm_seconds,
+            "driver JVM CPU per warm update (mean s)": mean([r["jvm_cpu"] for r in measured]),
+            "child processes per warm update (mean)": mean([r["processes"] for r in measured]),
+            "raw append, same dumps (mean s)": mean([r["raw"] for r in measured])}
+
+
+def ab(tree: Path, work: Path) -> dict[str, float]:
+    process(tree, [__file__, "--worker", "history", str(work)])
+    _, out = process(tree, [__file__, "--worker", "ab", str(work)])
+    rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    results = {}
+    for name, _ in AB_SETTINGS:
+        sides = {side: [r for r in rows if r["setting"] == name and r["side"] == side]
+                 for side in ("own", "alternative")}
+        for side, mine in sides.items():
+            print(f"  {name}, {side}: " + ", ".join(
+                f"{r['seconds']:.1f}s/{r['jvm_cpu']:.1f}s CPU" for r in mine))
+        for measure in ("seconds", "jvm_cpu"):
+            own = mean([r[measure] for r in sides["own"]])
+            other = mean([r[measure] for r in sides["alternative"]])
+            label = "wall" if measure == "seconds" else "JVM CPU"
+            print(f"    {label}: session's own {own:.2f}s, alternative {other:.2f}s, "
+                  f"own / alternative {own / other:.2f}")
+            results[f"A/B {name}: own / alternative, {label}"] = own / other
+    return results
 
 
 # -- process and throughput ------------------------------------------------------------------
@@ -187,7 +313,13 @@ def main() -> None:
     parser.add_argument("--worker", nargs=2, metavar=("PART", "DIR"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        warm_worker(Path(args.worker[1]), args.profile)
+        part, work = args.worker[0], Path(args.worker[1])
+        if part == "history":
+            history_worker(work)
+        elif part == "warm":
+            warm_worker(work, args.profile)
+        else:
+            ab_worker(work)
         return
     parts = [p for p in args.parts.split(",") if p]
     if unknown := set(parts) - set(PARTS):
@@ -206,6 +338,9 @@ def main() -> None:
                 profile = args.profile and name == "this"
                 if part == "warm":
                     results[name].update(warm(tree, work, profile))
+                elif part == "ab":
+                    if name == "this":
+                        results[name].update(ab(tree, work))
                 elif part == "process":
                     results[name].update(whole_process(tree, work, profile))
                 else:
@@ -214,9 +349,10 @@ def main() -> None:
           + (" | this / baseline |" if args.baseline else " |"))
     print("|---|" + "---:|" * (len(trees) + bool(args.baseline)))
     for measure, value in results["this"].items():
-        cells = [f"{results[n][measure]:.2f}" for n in trees]
+        cells = [f"{results[n][measure]:.2f}" if measure in results[n] else "" for n in trees]
         if args.baseline:
-            cells.append(f"{value / results['baseline'][measure]:.2f}")
+            base = results["baseline"].get(measure)
+            cells.append(f"{value / base:.2f}" if base else "")
         print(f"| {measure} | " + " | ".join(cells) + " |")
 
 

@@ -64,8 +64,10 @@ def first(pattern: Callable[[str], bool]) -> Callable[[list[str]], str]:
 CI_POINTS: dict[str, Callable[[list[str]], str]] = {  # name -> the point in the write order
     "lock taken": first(lambda p: p == LOCK),
     "append table created": first(lambda p: p == "bronze_kafka_events/_delta_log/_staged_commits"),
+    # RocksDB's commit file: a changelog (changelog checkpointing, engine/session.py), or a
+    # snapshot's zip without it.
     "streaming state committed": first(
-        lambda p: p.startswith(f"{SILVER_STATE}/") and p.endswith(".zip")),
+        lambda p: p.startswith(f"{SILVER_STATE}/") and p.endswith((".changelog", ".zip"))),
     "AUTO CDC target created": first(lambda p: p == "orders/_delta_log/_staged_commits"),
     "AUTO CDC state created": first(
         lambda p: p == "_pipeline/auto_cdc/orders/_delta_log/_staged_commits"),

@@ -11,6 +11,8 @@ PIPELINES_DIR = PROJECT_ROOT / "pipelines"
 JARS_DIR = PROJECT_ROOT / ".cache" / "jars"
 # The JVM's class-data-sharing archive of what an update loads (local/engine/class_archive.py).
 CLASS_ARCHIVE = PROJECT_ROOT / ".cache" / "jvm" / "spark-classes.jsa"
+# Hadoop's local file system without forks (jvm/local-fs, local/engine/local_fs.py).
+LOCAL_FS_JAR = PROJECT_ROOT / ".cache" / "jvm" / "exactly-once-local-fs.jar"
 # Runtime state (warehouse, broker data and logs) lives under .local unless told otherwise.
 LOCAL_DIR = Path(os.environ.get("EXACTLY_ONCE_HOME", PROJECT_ROOT / ".local"))
 DEFAULT_WAREHOUSE = LOCAL_DIR / "warehouse"

@@ -71,6 +71,7 @@ def handle(args: argparse.Namespace) -> int:
         common.require_broker(settings.kafka.bootstrap_servers)
 
     from exactly_once.local.engine import session
+    from exactly_once.local.engine.jvm_processes import ProcessRecording, summary
     from exactly_once.local.execution.pipeline import run_pipeline
     from exactly_once.local.observe.progress import Progress
     from exactly_once.local.observe.timeline import Timeline
@@ -80,12 +81,14 @@ def handle(args: argparse.Namespace) -> int:
         return _continuous(args, settings, progress)
     timeline = Timeline(spark_jobs=args.profile)
     spark = session.build_session(args.warehouse, log_level="OFF", jvm_log=SPARK_LOG)
+    processes = ProcessRecording(spark).start() if args.profile else None
     try:
         result = run_pipeline(spark, settings, args.warehouse,
                               full_refresh=args.full_refresh_all or common.flat(args.full_refresh),
                               refresh=common.flat(args.refresh), progress=progress,
                               timeline=timeline)
     finally:
+        started = processes.stop() if processes else []
         spark.stop()
     print(progress.summary(result, bronze="bronze_kafka_events", quarantine="quarantine",
                            late="late_events"))
@@ -94,6 +97,7 @@ def handle(args: argparse.Namespace) -> int:
             args.profile_output or PROFILES_DIR / f"update-{result.update_id}.json")
         print(Progress.top_costs(timeline))
         print(f"Trace (open in https://ui.perfetto.dev or chrome://tracing): {trace}")
+        print(f"Child processes the Spark JVM started during the update: {summary(started)}")
     print(f"Delta tables in {args.warehouse.resolve()}")
     return 0
 

@@ -1,7 +1,9 @@
 """The engine the runtime runs on: the Spark session and the JVM under it.
 
     session.py        the SparkSession: Delta, the Kafka source, the settings an update needs
+    local_fs.py       local files through Java NIO, not chmod/readlink processes (jvm/local-fs)
     class_archive.py  the JVM's class-data-sharing archive, mapped at start
+    jvm_processes.py  the child processes the JVM starts, recorded by Java Flight Recorder
 
 The bottom wing: it imports no other wing.
 """

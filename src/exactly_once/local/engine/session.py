@@ -12,7 +12,7 @@ import pyspark
 from pyspark.sql import SparkSession
 
 from exactly_once.errors import MissingJarsError
-from exactly_once.local.engine import class_archive
+from exactly_once.local.engine import class_archive, local_fs
 from exactly_once.paths import JARS_DIR
 
 
@@ -76,20 +76,23 @@ def build_session(warehouse: Path, app_name: str = "exactly-once", shuffle_parti
         .config("spark.sql.warehouse.dir", str(warehouse.resolve()))
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
-        # Bounded, on-disk streaming state, as on Databricks.
+        # Bounded, on-disk streaming state, as on Databricks (RocksDB, with changelog
+        # checkpointing: each commit writes the changed keys, not a snapshot of the store;
+        # Databricks' default since Runtime 17.3, readable by a checkpoint written without it).
         .config("spark.sql.streaming.stateStore.providerClass",
                 "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
+        .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.memory", "4g")
         .config("spark.databricks.delta.snapshotPartitions", "2")
-        # No code generation: the local runtime's queries are many and mostly small, and
-        # generating and compiling code for each plan (then JIT-compiling it) cost more than it
-        # saved. Measured in one session (BENCHMARKS.md, issue 19): small updates -25% wall and
-        # CPU, 242,000 records no slower. Interpreted evaluation is the path codegen falls back
-        # to, and Spark's own tests run every operator both ways.
+        # No whole-stage code generation: the local runtime's queries are many and mostly
+        # small, and generating and compiling code for each plan (then JIT-compiling it) cost
+        # more than it saved (BENCHMARKS.md, issue 19). Expression code generation stays at
+        # Spark's default (`factoryMode` FALLBACK): NO_CODEGEN broke typed decoding such as
+        # `spark.catalog.listTables()` (issue 29) and saved nothing measurable on top of this
+        # (BENCHMARKS.md, issue 25).
         .config("spark.sql.codegen.wholeStage", "false")
-        .config("spark.sql.codegen.factoryMode", "NO_CODEGEN")
         .config("spark.sql.streaming.numRecentProgressUpdates", "10000")
         # An availableNow update ends with its data: no extra batch only to move a watermark.
         # Silver's dedup state then expires with the next batch that has data instead of
@@ -98,6 +101,9 @@ def build_session(warehouse: Path, app_name: str = "exactly-once", shuffle_parti
         .config("spark.sql.streaming.noDataMicroBatches.enabled", "false")
         .config("spark.databricks.delta.properties.defaults.checkpointInterval", "50")
     )
+    # Local files through Java NIO, not `chmod` and `readlink` processes (engine/local_fs.py).
+    for key, value in local_fs.spark_conf().items():
+        builder = builder.config(key, value)
     # Classes mapped from `make setup`'s archive rather than loaded from jars, when it exists.
     if java_options := class_archive.java_options():
         builder = builder.config("spark.driver.extraJavaOptions", java_options)

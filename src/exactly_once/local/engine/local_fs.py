@@ -1,0 +1,32 @@
+"""Local files without child processes: the session's `file:` paths go through the project's
+Hadoop file system classes (`jvm/local-fs/`, built by `make setup` into `LOCAL_FS_JAR`).
+
+Hadoop's local file system starts a process whenever its native library is not loaded, and the
+pyspark wheel ships none: `chmod` for the permission of every file it creates, and `readlink`
+twice in every `FileContext` rename, which is how Structured Streaming writes its checkpoint
+files and Delta its commits (`HDFSLogStore`). A small update started about 700 of them, each a
+fork and an exec of milliseconds (BENCHMARKS.md, issue 25). The classes here make those two
+calls through Java NIO and leave everything else to Hadoop: a rename still refuses to overwrite
+an existing file, so a Delta commit or a checkpoint file is still written once.
+
+The jar must be on the driver's launch class path (`spark.driver.extraClassPath`): Hadoop looks
+file systems up by class name in the JVM's own class loader, before `spark.jars` exist.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from exactly_once.errors import MissingJarsError
+from exactly_once.paths import LOCAL_FS_JAR
+
+
+def spark_conf(jar: Path = LOCAL_FS_JAR) -> dict[str, str]:
+    """The session settings that route `file:` paths (FileSystem and FileContext) through it."""
+    if not jar.is_file():
+        raise MissingJarsError(f"no {jar.name} in {jar.parent}; run `make setup` first")
+    return {
+        "spark.driver.extraClassPath": str(jar),
+        "spark.hadoop.fs.file.impl": "exactlyonce.localfs.NioLocalFileSystem",
+        "spark.hadoop.fs.AbstractFileSystem.file.impl": "exactlyonce.localfs.NioLocalFs",
+    }
