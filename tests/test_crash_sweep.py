@@ -95,14 +95,17 @@ class Sweep:
         began = first_points(self.graph, self.reference, self.order)
         self.last_table = max(began, key=began.__getitem__)
 
-    def trial(self, name: str, point: str, restart: bool = False) -> None:
+    def trial(self, name: str, point: str, restart: bool = False,
+              master: str | None = None) -> None:
         """Kill a run at `point` (and, with `restart`, the next run at the next point it writes
-        that the first did not), then one more run: the tables of the uninterrupted run."""
+        that the first did not), then one more run: the tables of the uninterrupted run.
+        `master`: the killed run's (a standalone cluster's), else the default local[2]."""
         table = owner(self.graph, self.reference, point) or self.last_table
         warehouse = Warehouse(self.root / name.replace(" ", "-").replace(",", ""))
         prepare(self.graph, self.reference, self.order, table, warehouse)
         args = ["run", "--quiet", "--source", f"file:{self.dump}",
-                "--warehouse", str(warehouse.root), "--refresh", table]
+                "--warehouse", str(warehouse.root), "--refresh", table,
+                *(["--master", master] if master else [])]
         self.kill_at(args, warehouse.root / point, name)
         if restart:
             later = self.order[self.order.index(point) + 1:]
@@ -162,6 +165,13 @@ def test_the_write_order_reaches_every_kind_of_table(sweep):
 @pytest.mark.parametrize("name", list(CI_POINTS))
 def test_a_run_killed_at_a_point_of_the_update_then_run_again(sweep, name):
     sweep.trial(name, CI_POINTS[name](sweep.order), restart=name in RESTARTED)
+
+
+def test_a_run_on_the_cluster_killed_at_a_point_then_run_again(sweep, spark_cluster):
+    """The same on a standalone cluster: the driver killed between an AUTO CDC batch's two
+    commits while executors of the cluster run its tasks; the next update ends the same."""
+    name = "AUTO CDC target committed, state not"
+    sweep.trial(f"{name} on the cluster", CI_POINTS[name](sweep.order), master=spark_cluster.url)
 
 
 @pytest.mark.skipif(os.environ.get("CRASH_SWEEP") != "all",

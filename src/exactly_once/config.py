@@ -357,7 +357,12 @@ class ObjectStoreSettings:
 
     endpoint: str = ""  # "" is Amazon S3; http://127.0.0.1:PORT a local S3-compatible server
     region: str = "us-east-1"
-    path_style_access: bool = False  # bucket in the path, not the host name
+    path_style_access: bool = False  # bucket in the path, not the host name (any endpoint: yes)
+
+    @property
+    def path_style(self) -> bool:
+        """S3-compatible servers at an endpoint of their own serve buckets in the path."""
+        return self.path_style_access or bool(self.endpoint)
 
 
 @dataclass(frozen=True)
@@ -392,6 +397,10 @@ def load_engine(target: str = "local", conf_dir: Path = CONF_DIR,
         raise SettingsError("setting engine.object_store.path_style_access must be true or false")
     text = {key: "" if value is None else str(value) for key, value in doc.items()
             if key != "object_store"}
+    # No endpoint configured: the AWS SDKs' own variable (AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL)
+    # names one, as for the local S3 server (`make s3-start`).
+    store["endpoint"] = str(store.get("endpoint") or os.environ.get("AWS_ENDPOINT_URL_S3")
+                            or os.environ.get("AWS_ENDPOINT_URL") or "")
     return EngineSettings(
         **(text | {"master": check_master(master or text.get("master") or "local[2]")}),
         object_store=ObjectStoreSettings(**store))

@@ -2,6 +2,8 @@
 
     session.py        the SparkSession: Delta, the Kafka source, the settings an update needs
     class_archive.py  the JVM's class-data-sharing archive, mapped at start
+    deployment.py     the master, the driver's address, what executors need (jars, S3A settings)
+    cluster.py        a Spark standalone cluster on this machine: a master and one-core workers
 
 The bottom wing: it imports no other wing.
 """

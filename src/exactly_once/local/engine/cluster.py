@@ -227,12 +227,14 @@ def start(home: Path, port: int = DEFAULT_PORT, workers: int = DEFAULT_WORKERS,
           timeout: float = 120) -> ClusterInfo:
     """Start the master on `port` and `workers` one-core workers, and wait until the master
     lists them all ALIVE. A cluster already running from `home` is returned as it is (started
-    twice is harmless); on another port it is an error."""
+    twice is harmless), with any worker that died started again; on another port it is an
+    error."""
     home = Path(home).resolve()
     running = status(home)
     if running is not None:
         if running.port != port:
             raise ClusterError(f"the cluster in {home} is already running at {running.url}")
+        running = _restart_dead_workers(running, worker_memory)
         _wait_ready(running, time.monotonic() + timeout)
         return running
     for daemon in (_info(home, state).daemons() if (state := _read_state(home)) else ()):
@@ -246,21 +248,42 @@ def start(home: Path, port: int = DEFAULT_PORT, workers: int = DEFAULT_WORKERS,
     master = _launch(home, "master", _spark_class(
         MASTER_CLASS, "--host", HOST, "--port", str(port), "--webui-port", str(ui_port),
         "--properties-file", str(_properties(home))))
-    url = f"spark://{HOST}:{port}"
-    pids = [_launch(home, f"worker-{i}", _spark_class(
-        WORKER_CLASS, "--host", HOST, "--port", "0", "--webui-port", "0", "--cores", "1",
-        "--memory", worker_memory, "--work-dir", str(home / "work" / f"worker-{i}"),
-        "--properties-file", str(_properties(home)), url)) for i in range(1, workers + 1)]
+    pids = [_launch_worker(home, i, port, worker_memory) for i in range(1, workers + 1)]
     info = ClusterInfo(home, port, ui_port, Daemon("master", master),
                        tuple(Daemon(f"worker-{i}", pid) for i, pid in enumerate(pids, 1)))
-    _state_file(home).write_text(json.dumps(
-        {"port": port, "ui_port": ui_port, "master": master, "workers": pids}))
+    _write_state(info)
     try:
         _wait_ready(info, time.monotonic() + timeout)
     except ClusterError:
         stop(home)
         raise
     return info
+
+
+def _launch_worker(home: Path, index: int, port: int, memory: str) -> int:
+    return _launch(home, f"worker-{index}", _spark_class(
+        WORKER_CLASS, "--host", HOST, "--port", "0", "--webui-port", "0", "--cores", "1",
+        "--memory", memory, "--work-dir", str(home / "work" / f"worker-{index}"),
+        "--properties-file", str(_properties(home)), f"spark://{HOST}:{port}"))
+
+
+def _write_state(info: ClusterInfo) -> None:
+    _state_file(info.home).write_text(json.dumps(
+        {"port": info.port, "ui_port": info.ui_port, "master": info.master.pid,
+         "workers": [worker.pid for worker in info.workers]}))
+
+
+def _restart_dead_workers(info: ClusterInfo, memory: str) -> ClusterInfo:
+    workers = []
+    for index, worker in enumerate(info.workers, 1):
+        _reap(worker.pid)
+        if not (_pid_alive(worker.pid) and _is_ours(worker.pid, info.home)):
+            worker = Daemon(worker.name, _launch_worker(info.home, index, info.port, memory))
+        workers.append(worker)
+    restarted = ClusterInfo(info.home, info.port, info.ui_port, info.master, tuple(workers))
+    if restarted != info:
+        _write_state(restarted)
+    return restarted
 
 
 def _properties(home: Path) -> Path:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from exactly_once.config import EngineSettings, ObjectStoreSettings
 from exactly_once.errors import ClusterError
-from exactly_once.paths import JARS_DIR
+from exactly_once.paths import JARS_DIR, LOCAL_DIR
 
 OBJECT_STORE_SCHEME = "s3a"
 S3A_JARS = JARS_DIR / "s3a"
@@ -50,7 +50,8 @@ def on_object_store(warehouse: object) -> bool:
 
 def deployment(engine: EngineSettings, warehouse: object) -> Deployment:
     """The deployment of a session over `warehouse` with `engine`'s settings."""
-    conf: dict[str, str] = {}
+    # The driver's scratch space (block manager, RocksDB's working copies) under .local/.
+    conf: dict[str, str] = {"spark.local.dir": str(LOCAL_DIR / "scratch")}
     if engine.driver_host:
         conf["spark.driver.host"] = engine.driver_host
     if engine.driver_bind_address or engine.driver_host:
@@ -84,12 +85,14 @@ def s3a_conf(store: ObjectStoreSettings) -> dict[str, str]:
     conf = {
         "spark.delta.logStore.s3a.impl": "io.delta.storage.S3SingleDriverLogStore",
         "spark.hadoop.fs.s3a.endpoint.region": store.region,
-        "spark.hadoop.fs.s3a.path.style.access": str(store.path_style_access).lower(),
+        "spark.hadoop.fs.s3a.path.style.access": str(store.path_style).lower(),
         # A store that stops answering fails the update within a minute, not after S3A's
         # default of 20 retries with backoff.
         "spark.hadoop.fs.s3a.attempts.maximum": "3",
         "spark.hadoop.fs.s3a.retry.limit": "3",
         "spark.hadoop.fs.s3a.connection.establish.timeout": "5s",
+        # Uploads buffered in memory, not in files under /tmp (hadoop.tmp.dir).
+        "spark.hadoop.fs.s3a.fast.upload.buffer": "bytebuffer",
     }
     if store.endpoint:
         conf["spark.hadoop.fs.s3a.endpoint"] = store.endpoint

@@ -66,7 +66,7 @@ def _client(settings: ObjectStoreSettings) -> Any:
 
     return boto3.client(
         "s3", endpoint_url=settings.endpoint or None, region_name=settings.region,
-        config=Config(s3={"addressing_style": "path" if settings.path_style_access else "auto"},
+        config=Config(s3={"addressing_style": "path" if settings.path_style else "auto"},
                       connect_timeout=5, read_timeout=30,
                       retries={"max_attempts": 3, "mode": "standard"}))
 
