@@ -139,7 +139,7 @@ def object_store(server: S3Server, monkeypatch: pytest.MonkeyPatch) -> files.Obj
     for key, value in server.environment().items():
         monkeypatch.setenv(key, value)
     settings = ObjectStoreSettings(endpoint=server.endpoint)
-    files.use_object_store(settings)
+    monkeypatch.setattr(files, "_settings", settings)  # what use_object_store sets, undone after
     return files.ObjectStore(server.bucket, settings)
 
 
