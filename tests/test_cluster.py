@@ -177,8 +177,8 @@ def test_cluster_commands(tmp_path, capsys):
     assert first is not None
     cluster.kill_worker(first, 1)
     deadline = time.monotonic() + 10
-    while cluster._pid_alive(first.workers[0].pid) and time.monotonic() < deadline:
-        cluster._reap(first.workers[0].pid)
+    while cluster.pid_alive(first.workers[0].pid) and time.monotonic() < deadline:
+        cluster.reap(first.workers[0].pid)
         time.sleep(0.05)
     assert main(["cluster", "status", "--home", str(home)]) == 1
     assert main(["cluster", "stop", "--home", str(home)]) == 0

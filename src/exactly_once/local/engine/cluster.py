@@ -21,10 +21,8 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import time
-import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,8 +31,8 @@ from typing import Any
 import pyspark
 
 from exactly_once.errors import ClusterError
+from exactly_once.processes import HOST, free_port, pid_alive, port_free, reap
 
-HOST = "127.0.0.1"
 SPARK_HOME = Path(pyspark.__file__).parent
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
@@ -79,32 +77,6 @@ def log_file(home: Path, daemon: str) -> Path:
     return home / "logs" / f"{daemon}.out"
 
 
-def free_port() -> int:
-    """A port the OS considers free right now (small race window, fine for local use)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((HOST, port))
-        except OSError:
-            return False
-    return True
-
-
-def _pid_alive(pid: int) -> bool:
-    """True for a live, non-zombie process (a zombie still answers kill(pid, 0))."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-
-
 def _is_ours(pid: int, home: Path) -> bool:
     """Guards against pid reuse: a Spark daemon whose command line names this home."""
     try:
@@ -124,7 +96,7 @@ def processes_of(home: Path) -> list[int]:
                 cmdline = (entry / "cmdline").read_bytes()
             except OSError:
                 continue
-            if str(home).encode() in cmdline and _pid_alive(int(entry.name)):
+            if str(home).encode() in cmdline and pid_alive(int(entry.name)):
                 found.append(int(entry.name))
     return found
 
@@ -167,7 +139,7 @@ def status(home: Path) -> ClusterInfo | None:
     if state is None:
         return None
     info = _info(home, state)
-    if not (_pid_alive(info.master.pid) and _is_ours(info.master.pid, home)):
+    if not (pid_alive(info.master.pid) and _is_ours(info.master.pid, home)):
         return None
     return info
 
@@ -176,7 +148,7 @@ def check(info: ClusterInfo) -> None:
     """ClusterError naming the first daemon of `info` that is not running, or the workers the
     master does not count as alive."""
     for daemon in info.daemons():
-        if not (_pid_alive(daemon.pid) and _is_ours(daemon.pid, info.home)):
+        if not (pid_alive(daemon.pid) and _is_ours(daemon.pid, info.home)):
             raise ClusterError(f"{daemon.name} (pid {daemon.pid}) of the cluster at {info.url} "
                                f"is not running; see {log_file(info.home, daemon.name)}, then "
                                "`exactly-once cluster stop` and `cluster start`")
@@ -241,7 +213,7 @@ def start(home: Path, port: int = DEFAULT_PORT, workers: int = DEFAULT_WORKERS,
         _stop_daemon(daemon, home)  # workers of a master that died: start afresh
     ui_port = ui_port or free_port()
     for wanted, what in ((port, "master"), (ui_port, "master web UI")):
-        if not _port_free(wanted):
+        if not port_free(wanted):
             raise ClusterError(f"port {wanted} ({what}) is already in use by another process")
     for directory in ("logs", "work", "scratch"):
         (home / directory).mkdir(parents=True, exist_ok=True)
@@ -276,8 +248,8 @@ def _write_state(info: ClusterInfo) -> None:
 def _restart_dead_workers(info: ClusterInfo, memory: str) -> ClusterInfo:
     workers = []
     for index, worker in enumerate(info.workers, 1):
-        _reap(worker.pid)
-        if not (_pid_alive(worker.pid) and _is_ours(worker.pid, info.home)):
+        reap(worker.pid)
+        if not (pid_alive(worker.pid) and _is_ours(worker.pid, info.home)):
             worker = Daemon(worker.name, _launch_worker(info.home, index, info.port, memory))
         workers.append(worker)
     restarted = ClusterInfo(info.home, info.port, info.ui_port, info.master, tuple(workers))
@@ -301,8 +273,8 @@ def _properties(home: Path) -> Path:
 def _wait_ready(info: ClusterInfo, deadline: float) -> None:
     while True:
         for daemon in info.daemons():
-            _reap(daemon.pid)
-            if not _pid_alive(daemon.pid):
+            reap(daemon.pid)
+            if not pid_alive(daemon.pid):
                 raise ClusterError(f"{daemon.name} of the cluster exited while starting: "
                                    f"{_log_tail(info.home, daemon.name)}")
         answer = master_status(info.ui)
@@ -316,14 +288,6 @@ def _wait_ready(info: ClusterInfo, deadline: float) -> None:
         time.sleep(0.3)
 
 
-def _reap(pid: int) -> None:
-    """Collect the exit status of a daemon this process started, so it leaves no zombie."""
-    try:
-        os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass
-
-
 def _stop_daemon(daemon: Daemon, home: Path, timeout: float = 20) -> None:
     """SIGTERM the daemon's process group (it and its executors), SIGKILL what outlives it."""
     if not _is_ours(daemon.pid, home):
@@ -335,8 +299,8 @@ def _stop_daemon(daemon: Daemon, home: Path, timeout: float = 20) -> None:
             return
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
-            _reap(daemon.pid)
-            if not _pid_alive(daemon.pid):
+            reap(daemon.pid)
+            if not pid_alive(daemon.pid):
                 return
             time.sleep(0.2)
 
@@ -349,7 +313,7 @@ def stop(home: Path) -> bool:
     if state is None:
         return False
     info = _info(home, state)
-    was_running = _pid_alive(info.master.pid) and _is_ours(info.master.pid, home)
+    was_running = pid_alive(info.master.pid) and _is_ours(info.master.pid, home)
     for daemon in (*info.workers, info.master):
         _stop_daemon(daemon, home)
     return was_running
