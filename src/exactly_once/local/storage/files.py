@@ -223,7 +223,7 @@ class ObjectPath:
             if "PreconditionFailed" in cause or "ConditionalRequestConflict" in cause:
                 raise PreconditionFailed(str(self)) from None
             if "NotImplemented" in cause:
-                raise ConditionalWriteUnsupported(self.store) from None
+                raise conditional_writes_unsupported(self.store) from None
             raise
         except ClientError:  # pragma: no cover - _errors translates every ClientError
             raise
@@ -252,12 +252,11 @@ class PreconditionFailed(Exception):
     """A conditional write found the object it excluded (or not the version it named)."""
 
 
-class ConditionalWriteUnsupported(ObjectStoreError):
-    def __init__(self, store: ObjectStore):
-        super().__init__(
-            f"the object store {store.where()} does not do conditional writes "
-            "(PUT with If-None-Match: *), which the warehouse lock is made of; use a store that "
-            "does (Amazon S3, MinIO, versitygw) or a warehouse on a local disk")
+def conditional_writes_unsupported(store: ObjectStore) -> ObjectStoreError:
+    return ObjectStoreError(
+        f"the object store {store.where()} does not do conditional writes "
+        "(PUT with If-None-Match: *), which the warehouse lock is made of; use a store that "
+        "does (Amazon S3, MinIO, versitygw) or a warehouse on a local disk")
 
 
 StoragePath = Path | ObjectPath

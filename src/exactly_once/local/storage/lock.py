@@ -14,7 +14,7 @@ a live holder makes a second run fail at once with `WarehouseLockedError` naming
   overwrite of exactly that lock (`If-Match` its ETag): of two such updates one wins. A holder
   on another host cannot be checked from here: the error says to delete the lock once that
   update is known to be dead. A store that ignores or refuses conditional writes cannot give
-  one writer per warehouse, so the lock refuses it (`ConditionalWriteUnsupported`).
+  one writer per warehouse, so the lock refuses it with one line saying what to use instead.
 
 Delta on S3 allows one writing driver per table (`S3SingleDriverLogStore`): it is this lock
 that guarantees it, as an update is one driver.
@@ -32,10 +32,10 @@ from typing import IO, Any
 
 from exactly_once.errors import WarehouseLockedError
 from exactly_once.local.storage.files import (
-    ConditionalWriteUnsupported,
     ObjectPath,
     PreconditionFailed,
     StoragePath,
+    conditional_writes_unsupported,
     location,
 )
 from exactly_once.local.storage.warehouse import Warehouse
@@ -124,7 +124,7 @@ class WarehouseLock:
         except PreconditionFailed:
             return
         self.__exit__()
-        raise ConditionalWriteUnsupported(path.store)
+        raise conditional_writes_unsupported(path.store)
 
     def _take_over(self, path: ObjectPath, record: bytes) -> None:
         """The lock exists: take it over if its holder is known to be gone, else say who has it."""
