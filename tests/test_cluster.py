@@ -4,7 +4,9 @@ store (versitygw, a real store), against the real Kafka broker.
 
 Each update on the cluster is `exactly-once run --master spark://...` as a process of its own:
 its driver, the cluster's executors. The tables it ends with must be those of a `local[2]` run
-of the same log in this session's Spark and those of the model (tests/reference.py).
+of the same log in this session's Spark and those of the model (tests/reference.py). Two such
+updates in all (each costs a minute or more): one into a local warehouse, compared with
+`local[2]`; one into the object store with a worker SIGKILLed in its middle.
 """
 
 from __future__ import annotations
@@ -63,56 +65,43 @@ def test_an_update_on_the_cluster_ends_with_the_tables_of_a_local_run(
     assert gold(spark, tmp_path / "on-cluster") == gold(spark, tmp_path / "local")
 
 
-def test_a_worker_killed_in_the_middle_of_an_update(spark, kafka_broker, spark_cluster,
-                                                    tmp_path):
-    """SIGKILL one worker (and so its executor) once bronze has committed its first
-    micro-batch: Spark runs the lost tasks on the other worker, and the update ends with the
-    tables of the model."""
+def test_the_warehouse_on_the_object_store_and_a_worker_killed_mid_update(
+        spark, kafka_broker, spark_cluster, s3_store, tmp_path, monkeypatch):
+    """Tables, event log, checkpoints and the lock all on the store, and the update writes
+    nothing to the local disk but its log and scratch space under EXACTLY_ONCE_HOME. One worker
+    (so its executor) is SIGKILLed once bronze has committed its first micro-batch: Spark runs
+    the lost tasks on the other worker, and the update ends with the model's tables. (One
+    update for both: each update on the cluster costs a minute or more.)"""
     bootstrap = kafka_broker.bootstrap
-    topics, _ = own_topics(bootstrap, "worker-kill", max_offsets_per_trigger=150)
-    produce_records(bootstrap, generate(topics, events=600, orders=40, players=12, seed=32,
-                                        start=START))
-    warehouse = tmp_path / "warehouse"
-    first_commit = warehouse / "bronze_kafka_events" / "_delta_log" / f"{1:020d}.json"
-    process = start_cli(run_args(spark_cluster.url, str(warehouse), bootstrap, topics, 150),
-                        tmp_path / "home")
-    try:
-        while not first_commit.exists():
-            assert process.poll() is None, process.communicate()[1]
-            time.sleep(0.05)
-        cluster.kill_worker(spark_cluster, 1)
-        _, stderr = process.communicate(timeout=900)
-        assert process.returncode == 0, stderr
-    finally:
-        if process.poll() is None:
-            process.kill()
-        cluster.start(spark_cluster.home, port=spark_cluster.port)  # the worker back
-    assert_tables_match(spark, warehouse, consume_all(bootstrap, topics), *topics)
-
-
-def test_the_warehouse_on_the_object_store(spark, kafka_broker, spark_cluster, s3_store,
-                                           tmp_path, monkeypatch):
-    """Tables, event log, checkpoints and the lock all on the store; the update writes nothing
-    to the local disk but its scratch space under EXACTLY_ONCE_HOME."""
-    bootstrap = kafka_broker.bootstrap
-    topics, _ = own_topics(bootstrap, "s3", max_offsets_per_trigger=300)
-    produce_records(bootstrap, generate(topics, events=400, orders=30, players=10, seed=33,
+    topics, _ = own_topics(bootstrap, "s3", max_offsets_per_trigger=150)
+    produce_records(bootstrap, generate(topics, events=500, orders=40, players=12, seed=33,
                                         start=START))
     cwd = tmp_path / "cwd"
     cwd.mkdir()
     store = object_store(s3_store, monkeypatch)
     warehouse = files.location(f"s3a://{s3_store.bucket}/warehouse")
     assert isinstance(warehouse, files.ObjectPath)
-    process = start_cli(run_args(spark_cluster.url, str(warehouse), bootstrap, topics, 300),
+    lock = warehouse / "_pipeline" / "lock"
+    first_commit = warehouse / "bronze_kafka_events" / "_delta_log" / f"{1:020d}.json"
+    process = start_cli(run_args(spark_cluster.url, str(warehouse), bootstrap, topics, 150),
                         tmp_path / "home", env=s3_store.environment(), cwd=cwd)
-    lock_seen = False
-    while process.poll() is None:
-        lock_seen = lock_seen or (warehouse / "_pipeline" / "lock").is_file()
-        time.sleep(0.1)
-    _, stderr = process.communicate()
+    lock_seen = killed = False
+    try:
+        while process.poll() is None:
+            lock_seen = lock_seen or lock.is_file()
+            if not killed and first_commit.is_file():
+                cluster.kill_worker(spark_cluster, 1)
+                killed = True
+            time.sleep(0.1)
+        _, stderr = process.communicate()
+    finally:
+        if process.poll() is None:
+            process.kill()
+        cluster.start(spark_cluster.home, port=spark_cluster.port)  # the worker back
     assert process.returncode == 0, stderr
+    assert killed, "a worker was killed in the middle of the update"
     assert lock_seen, "the update held its lock on the object store"
-    assert not (warehouse / "_pipeline" / "lock").exists(), "and released it"
+    assert not lock.exists(), "and released it"
 
     keys = {item["Key"] for page in warehouse._list(delimiter=False)
             for item in page.get("Contents", [])}

@@ -19,8 +19,10 @@ its lock. A trial:
 
 CI runs `CI_POINTS`: the first creation of each kind of table (append, AUTO CDC target and its
 state, materialized view, event log), streaming state, the lock, and an AUTO CDC batch killed
-between its target and state commits, then again inside the restarted run. `CRASH_SWEEP=all`
-runs every recorded point (about 90, a trial each: an hour or more).
+between its target and state commits, then again inside the restarted run; and that last point
+once more with the killed run on the shared standalone cluster (its driver killed while the
+cluster's executors run its tasks). `CRASH_SWEEP=all` runs every recorded point (about 90, a
+trial each: an hour or more).
 """
 
 from __future__ import annotations
