@@ -9,11 +9,12 @@ LOCAL_FS_JAR  := .cache/jvm/exactly-once-local-fs.jar
 PYTHON ?= python3
 MVN    := mvn -q -B -Dmaven.repo.local=$(CURDIR)/$(M2)
 
-.PHONY: setup test-setup jars demo test lint broker-start broker-stop clean
+.PHONY: setup test-setup jars demo test lint broker-start broker-stop clean s3a-jars s3-server \
+        s3-start s3-stop cluster-start cluster-stop
 
 # What the pipeline needs; the tests also need the Databricks CLI, dbx's own env and Chromium.
 setup: $(VENV)/.installed $(JARS)/.resolved $(LOCAL_FS_JAR) $(CLASS_ARCHIVE)
-test-setup: setup databricks-cli dbx-env chromium
+test-setup: setup databricks-cli dbx-env chromium s3a-jars s3-server
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -40,6 +41,15 @@ $(LOCAL_FS_JAR): $(LOCAL_FS_SOURCES) $(VENV)/.installed
 	    $(LOCAL_FS_SOURCES)
 	jar --create --file $@ -C $@.classes .
 	rm -rf $@.classes
+# Hadoop's S3A connector (hadoop-aws at the wheel's Hadoop, 3.5.0) and the AWS SDK v2 modules it
+# uses, for a warehouse on an object store: only `s3` and `s3-transfer-manager` with what they
+# need (18 MB), not the SDK's all-services `bundle` jar hadoop-aws names (686 MB).
+s3a-jars: $(JARS)/.s3a-resolved
+$(JARS)/.s3a-resolved: jvm/s3a/pom.xml
+	rm -rf $(JARS)/s3a
+	$(MVN) -f jvm/s3a/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
+	    -DoutputDirectory=$(CURDIR)/$(JARS)/s3a
+	touch $@
 
 # The JVM's class-data-sharing archive (src/exactly_once/local/engine/class_archive.py): Spark
 # sessions start faster with it, and work the same without it. Rebuilt when the jars change.
@@ -69,7 +79,22 @@ broker-start: setup
 broker-stop: setup
 	$(BIN)/exactly-once broker stop
 
+# A Spark standalone cluster on this machine: a master and two one-core workers (README,
+# "Beyond one machine").
+cluster-start: setup
+	$(BIN)/exactly-once cluster start
+cluster-stop: setup
+	$(BIN)/exactly-once cluster stop
+
+# A local S3-compatible object store (versitygw, built below) on 127.0.0.1:9000, bucket `lake`.
+s3-start: setup s3-server s3a-jars
+	$(BIN)/python -m exactly_once.local.storage.s3_server start 9000
+s3-stop: setup
+	$(BIN)/python -m exactly_once.local.storage.s3_server stop
+
 clean:
+	-$(BIN)/exactly-once cluster stop
+	-$(BIN)/python -m exactly_once.local.storage.s3_server stop
 	-$(BIN)/exactly-once broker stop
 	rm -rf .local
 
@@ -99,6 +124,24 @@ $(GO_CACHE)/bin/.databricks-$(DATABRICKS_CLI_VERSION):
 	    -trimpath -ldflags "-X github.com/databricks/cli/internal/build.buildVersion=$(DATABRICKS_CLI_VERSION:v%=%)" \
 	    -o $(DATABRICKS) .
 	$(DATABRICKS) --version
+	touch $@
+
+# Versity's S3 gateway (versitygw), a real S3-compatible store over a directory, built from its
+# Go module like the Databricks CLI above (checksum pinned, dependencies checked against its go.sum).
+VERSITYGW_VERSION := v1.8.0
+VERSITYGW_SUM     := h1:au+wI+aybno/STsQiSm35Uu6Q6iK5MWReQxgO6SEMFc=
+s3-server: $(GO_CACHE)/bin/.versitygw-$(VERSITYGW_VERSION)
+$(GO_CACHE)/bin/.versitygw-$(VERSITYGW_VERSION):
+	@mkdir -p $(GO_CACHE)/bin
+	sum=$$(env $(GO_ENV),github.com/versity/versitygw go mod download -json \
+	    github.com/versity/versitygw@$(VERSITYGW_VERSION) \
+	    | $(PYTHON) -c 'import json, sys; print(json.load(sys.stdin)["Sum"])') && \
+	  test "$$sum" = "$(VERSITYGW_SUM)" || \
+	  { echo "versitygw $(VERSITYGW_VERSION): checksum $$sum, expected $(VERSITYGW_SUM)"; exit 1; }
+	cd $(GO_CACHE)/mod/github.com/versity/versitygw@$(VERSITYGW_VERSION) && \
+	  env $(GO_ENV),github.com/versity/versitygw go build -trimpath -o $(GO_CACHE)/bin/versitygw \
+	    ./cmd/versitygw
+	$(GO_CACHE)/bin/versitygw --version
 	touch $@
 
 # dbx 0.8 (legacy) in its own environment: it pins pydantic<2, which must never reach $(VENV).

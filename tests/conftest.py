@@ -1,5 +1,6 @@
 """Shared fixtures: one SparkSession for the whole run, plus the session fixtures of the plugins
-below (the real local Kafka broker; one pipeline run and GX validation for the quality tests)."""
+below (the real local Kafka broker; one pipeline run and GX validation for the quality tests;
+one Spark standalone cluster and one S3-compatible store for the tests beyond one machine)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from exactly_once.config import Settings, load_settings
 
 # Registered once for the whole run, so each session fixture in them is set up once: a test module
 # that imported a fixture by name would get a definition (and a setup) of its own.
-pytest_plugins = ["kafka_fixtures", "quality_fixtures"]
+pytest_plugins = ["kafka_fixtures", "quality_fixtures", "cluster_fixtures"]
 
 
 @pytest.fixture(scope="session")

@@ -19,12 +19,14 @@ from exactly_once import cli
 from exactly_once.errors import (
     BrokerError,
     CliError,
+    ClusterError,
     ExactlyOnceError,
     ExpectationError,
     FlowError,
     GraphError,
     KcatFormatError,
     MissingJarsError,
+    ObjectStoreError,
     ProducerError,
     QualityError,
     RefreshError,
@@ -37,6 +39,7 @@ from exactly_once.local.execution.refresh import RefreshSelection, plan_refresh
 from exactly_once.local.graph import expectations
 from exactly_once.local.graph.registry import PipelineGraph
 from exactly_once.local.storage.lock import WarehouseLock
+from exactly_once.processes import free_port
 
 ERROR = "exactly-once: error: "
 TESTED: set[type[ExactlyOnceError]] = set()
@@ -170,6 +173,35 @@ def test_a_warehouse_another_update_holds(tmp_path, no_spark, capsys):
         assert run(tmp_path) == 1
     assert in_process_error_line(capsys).startswith(
         f"warehouse {tmp_path / 'warehouse'} is in use by an update of pid ")
+
+
+@covers(ClusterError)
+def test_a_master_that_does_not_answer(tmp_path, no_spark, capsys):
+    """Before any JVM starts: Spark itself would retry for a minute, then print a trace."""
+    master = f"spark://127.0.0.1:{free_port()}"
+    assert run(tmp_path, "--master", master) == 1
+    assert in_process_error_line(capsys) == (
+        f"no Spark master answers at {master}; start the local cluster with "
+        "`exactly-once cluster start`, or name a running master")
+
+
+@covers(ObjectStoreError)
+def test_an_object_store_that_does_not_answer(tmp_path, no_spark, capsys, monkeypatch):
+    """The update's first touch of the store, its lock, fails with one line naming it."""
+    from exactly_once.local.storage import files
+
+    endpoint = f"http://127.0.0.1:{free_port()}"
+    for key, value in {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "k",
+                       "AWS_SECRET_ACCESS_KEY": "s"}.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setattr(files, "_settings", files._settings)  # what the command sets, undone
+    assert run(tmp_path, "--warehouse", "s3a://lake/warehouse") == 1
+    assert in_process_error_line(capsys).startswith(
+        f"cannot reach the object store s3a://lake ({endpoint}): ")
+    assert run(tmp_path, "--warehouse", "gs://lake/warehouse") == 1
+    assert in_process_error_line(capsys) == (
+        "gs://lake/warehouse: a warehouse is a local directory or s3a://BUCKET/PREFIX "
+        "(Hadoop's S3A connector); other schemes are not supported")
 
 
 @covers(QualityError)

@@ -96,7 +96,7 @@ def test_a_full_refresh_cut_short_is_finished_by_the_next_run(spark, dump, refer
     """The reset deletes a table, then its AUTO CDC state and checkpoints, one after the other.
     Cut after the first deletion, a plain next run would find the table gone and its
     checkpoint saying everything was read: the table would come back empty."""
-    from exactly_once.local.storage import warehouse as warehouse_module
+    from exactly_once.local.storage import files as files_module
 
     warehouse = tmp_path / "warehouse"
     run_pipeline(spark, settings_for(dump), warehouse)
@@ -109,7 +109,7 @@ def test_a_full_refresh_cut_short_is_finished_by_the_next_run(spark, dump, refer
         deleted.append(Path(path))
         rmtree(path, *args, **kwargs)
 
-    monkeypatch.setattr(warehouse_module.shutil, "rmtree", rmtree_then_die)
+    monkeypatch.setattr(files_module.shutil, "rmtree", rmtree_then_die)
     with pytest.raises(Killed):
         run_pipeline(spark, settings_for(dump), warehouse, full_refresh=["silver_orders"])
     monkeypatch.undo()

@@ -19,8 +19,10 @@ its lock. A trial:
 
 CI runs `CI_POINTS`: the first creation of each kind of table (append, AUTO CDC target and its
 state, materialized view, event log), streaming state, the lock, and an AUTO CDC batch killed
-between its target and state commits, then again inside the restarted run. `CRASH_SWEEP=all`
-runs every recorded point (about 90, a trial each: an hour or more).
+between its target and state commits, then again inside the restarted run; and that last point
+once more with the killed run on the shared standalone cluster (its driver killed while the
+cluster's executors run its tasks). `CRASH_SWEEP=all` runs every recorded point (about 90, a
+trial each: an hour or more).
 """
 
 from __future__ import annotations
@@ -97,14 +99,17 @@ class Sweep:
         began = first_points(self.graph, self.reference, self.order)
         self.last_table = max(began, key=began.__getitem__)
 
-    def trial(self, name: str, point: str, restart: bool = False) -> None:
+    def trial(self, name: str, point: str, restart: bool = False,
+              master: str | None = None) -> None:
         """Kill a run at `point` (and, with `restart`, the next run at the next point it writes
-        that the first did not), then one more run: the tables of the uninterrupted run."""
+        that the first did not), then one more run: the tables of the uninterrupted run.
+        `master`: the killed run's (a standalone cluster's), else the default local[2]."""
         table = owner(self.graph, self.reference, point) or self.last_table
         warehouse = Warehouse(self.root / name.replace(" ", "-").replace(",", ""))
         prepare(self.graph, self.reference, self.order, table, warehouse)
         args = ["run", "--quiet", "--source", f"file:{self.dump}",
-                "--warehouse", str(warehouse.root), "--refresh", table]
+                "--warehouse", str(warehouse.root), "--refresh", table,
+                *(["--master", master] if master else [])]
         self.kill_at(args, warehouse.root / point, name)
         if restart:
             later = self.order[self.order.index(point) + 1:]
@@ -164,6 +169,13 @@ def test_the_write_order_reaches_every_kind_of_table(sweep):
 @pytest.mark.parametrize("name", list(CI_POINTS))
 def test_a_run_killed_at_a_point_of_the_update_then_run_again(sweep, name):
     sweep.trial(name, CI_POINTS[name](sweep.order), restart=name in RESTARTED)
+
+
+def test_a_run_on_the_cluster_killed_at_a_point_then_run_again(sweep, spark_cluster):
+    """The same on a standalone cluster: the driver killed between an AUTO CDC batch's two
+    commits while executors of the cluster run its tasks; the next update ends the same."""
+    name = "AUTO CDC target committed, state not"
+    sweep.trial(f"{name} on the cluster", CI_POINTS[name](sweep.order), master=spark_cluster.url)
 
 
 @pytest.mark.skipif(os.environ.get("CRASH_SWEEP") != "all",

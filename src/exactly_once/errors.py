@@ -42,6 +42,14 @@ class MissingJarsError(ExactlyOnceError):
     """The Spark session's Delta and Kafka jars are not installed."""
 
 
+class ClusterError(ExactlyOnceError):
+    """The Spark standalone cluster could not be started or reached, or lost a daemon."""
+
+
+class ObjectStoreError(ExactlyOnceError):
+    """The warehouse's object store cannot be reached, or cannot do what the runtime needs."""
+
+
 class WarehouseLockedError(ExactlyOnceError):
     """Another update holds the warehouse."""
 

@@ -17,6 +17,8 @@ LOCAL_FS_JAR = PROJECT_ROOT / ".cache" / "jvm" / "exactly-once-local-fs.jar"
 LOCAL_DIR = Path(os.environ.get("EXACTLY_ONCE_HOME", PROJECT_ROOT / ".local"))
 DEFAULT_WAREHOUSE = LOCAL_DIR / "warehouse"
 BROKER_DIR = LOCAL_DIR / "kafka"
+# The local Spark standalone cluster (`exactly-once cluster start`): pids, logs, work dirs.
+CLUSTER_DIR = LOCAL_DIR / "cluster"
 # What the Spark JVM a command starts prints itself (start-up notes, anything outside its log
 # level), appended; the command's own stderr keeps only its messages.
 SPARK_LOG = LOCAL_DIR / "logs" / "spark.log"

@@ -1,9 +1,11 @@
 """`exactly-once`: the local platform's command line.
 
     exactly-once broker start|stop|status      a local Apache Kafka broker (KRaft, loopback)
+    exactly-once cluster start|stop|status     a local Spark standalone cluster (2 workers)
     exactly-once produce FILE                  publish a `kcat -C -J` JSONL file
     exactly-once generate [--events N ...]     publish a synthetic stream with redeliveries
     exactly-once run [--source ...]            one triggered pipeline update into the warehouse
+                     [--master spark://...]    ... on a Spark cluster, [--warehouse s3a://...]
     exactly-once dry-run [--pipelines DIR]     validate the pipeline, reading and writing nothing
     exactly-once graph [--format mermaid|...]  the dataflow graph
     exactly-once show TABLE [--limit N]        the first rows of a table of the warehouse
@@ -22,6 +24,7 @@ import sys
 
 from exactly_once.cli import (
     broker,
+    cluster,
     dry_run,
     events,
     generate,
@@ -33,7 +36,7 @@ from exactly_once.cli import (
 )
 from exactly_once.errors import ExactlyOnceError
 
-COMMANDS = (broker, produce, generate, run, dry_run, graph, show, events, quality)
+COMMANDS = (broker, cluster, produce, generate, run, dry_run, graph, show, events, quality)
 
 
 def build_parser() -> argparse.ArgumentParser:

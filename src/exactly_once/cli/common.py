@@ -12,8 +12,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from exactly_once.config import (
+    EngineSettings,
     Settings,
     check_source,
+    load_engine,
     load_settings,
     resolve_source,
     setting_overrides,
@@ -22,7 +24,10 @@ from exactly_once.errors import CliError, SettingsError
 from exactly_once.paths import DEFAULT_WAREHOUSE, PIPELINES_DIR, SPARK_LOG, pipeline_files
 
 if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
     from exactly_once.local.graph.dry_run import Analysis
+    from exactly_once.local.storage.files import StoragePath
 
 # Partitions per topic when the CLI creates them: more than one, so ordering across partitions
 # is exercised as in production.
@@ -50,6 +55,32 @@ def settings_of(args: argparse.Namespace) -> Settings:
     if getattr(args, "source", None):
         overrides["exactly_once.source"] = args.source
     return load_settings(args.target, overrides=overrides)
+
+
+def engine_of(args: argparse.Namespace) -> EngineSettings:
+    """`engine:` of conf/ for `--target`, with this command's `--master`."""
+    return load_engine(args.target, master=getattr(args, "master", None))
+
+
+def warehouse_of(args: argparse.Namespace) -> StoragePath:
+    """`--warehouse` as the runtime reads it: a local directory, or `s3a://bucket/prefix`
+    reached with the target's `engine.object_store` settings."""
+    from exactly_once.local.storage import files
+
+    files.use_object_store(engine_of(args).object_store)
+    return files.location(args.warehouse)
+
+
+def spark_for(args: argparse.Namespace, warehouse: StoragePath) -> SparkSession:
+    """The command's Spark session over `warehouse`, on the target's (or `--master`'s) master:
+    a `spark://` master that does not answer is one line before a JVM starts."""
+    from exactly_once.local.engine import session
+    from exactly_once.local.engine.deployment import deployment, require_master
+
+    engine = engine_of(args)
+    require_master(engine.master)
+    return session.build_session(str(warehouse.resolve()), log_level="OFF", jvm_log=SPARK_LOG,
+                                 deployment=deployment(engine, warehouse))
 
 
 def require_broker(bootstrap: str) -> None:
@@ -93,9 +124,14 @@ def print_problems(analysis: Analysis) -> int:
 
 # -- shared arguments ----------------------------------------------------------------------------
 def add_warehouse(parser: argparse.ArgumentParser, default: Path | None = DEFAULT_WAREHOUSE,
-                  help: str | None = None) -> None:
-    parser.add_argument("--warehouse", type=Path, default=default,
-                        help=help or f"the local warehouse (default: {DEFAULT_WAREHOUSE})")
+                  help: str | None = None, object_store: bool = False) -> None:
+    """`--warehouse`; with `object_store`, also `s3a://bucket/prefix` (read it with
+    `warehouse_of`)."""
+    parser.add_argument("--warehouse", type=str if object_store else Path, default=default,
+                        help=help or (f"the warehouse: a directory, or s3a://BUCKET/PREFIX on an "
+                                      f"object store (default: {DEFAULT_WAREHOUSE})"
+                                      if object_store else
+                                      f"the local warehouse (default: {DEFAULT_WAREHOUSE})"))
 
 
 def add_pipelines(parser: argparse.ArgumentParser) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 
 from exactly_once.cli import common
-from exactly_once.paths import SPARK_LOG
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -15,19 +14,18 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--update", default="latest", metavar="latest|ID",
                         help="the update (default: the newest); an ID or its start")
     parser.add_argument("--flow", help="only this flow's events")
-    common.add_warehouse(parser)
+    common.add_warehouse(parser, object_store=True)
 
 
 def handle(args: argparse.Namespace) -> int:
     from exactly_once.errors import CliError
-    from exactly_once.local.engine import session
     from exactly_once.local.observe import event_view
     from exactly_once.local.storage.warehouse import Warehouse
 
-    warehouse = Warehouse(args.warehouse)
+    warehouse = Warehouse(common.warehouse_of(args))
     if not warehouse.event_log_path().is_dir():  # before a JVM starts
-        raise CliError(f"no event log in {args.warehouse}; run the pipeline first")
-    spark = session.build_session(args.warehouse, log_level="OFF", jvm_log=SPARK_LOG)
+        raise CliError(f"no event log in {warehouse.root}; run the pipeline first")
+    spark = common.spark_for(args, warehouse.root)
     try:
         known = event_view.updates(spark, warehouse)
         update = event_view.choose_update(known, args.update)

@@ -11,7 +11,7 @@ from pathlib import Path
 from exactly_once.cli import common
 from exactly_once.config import resolve_source
 from exactly_once.errors import SettingsError
-from exactly_once.paths import PROFILES_DIR, SPARK_LOG
+from exactly_once.paths import PROFILES_DIR
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -19,7 +19,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--source", type=common.source, help="`kafka` (default) or `file:PATH`: "
                         "a kcat dump, a directory of dumps or a glob; new dumps are read by the "
                         "next run")
-    common.add_warehouse(parser)
+    common.add_warehouse(parser, object_store=True)
+    parser.add_argument("--master", help="the Spark master: local[N] or spark://HOST:PORT of a "
+                        "standalone cluster (default: engine.master in conf/, local[2])")
     # As `databricks bundle run`: names separated by spaces or commas.
     parser.add_argument("--refresh", type=common.names, nargs="+", default=[], action="extend",
                         metavar="TABLE", help="update only these tables")
@@ -67,10 +69,11 @@ def handle(args: argparse.Namespace) -> int:
                           "--continuous")
     settings = common.settings_of(args)
     settings = dataclasses.replace(settings, source=resolve_source(settings.source))
+    warehouse = common.warehouse_of(args)
+    common.engine_of(args)  # a bad --master is one line before anything starts
     if settings.source == "kafka":
         common.require_broker(settings.kafka.bootstrap_servers)
 
-    from exactly_once.local.engine import session
     from exactly_once.local.engine.jvm_processes import ProcessRecording, summary
     from exactly_once.local.execution.pipeline import run_pipeline
     from exactly_once.local.observe.progress import Progress
@@ -78,12 +81,12 @@ def handle(args: argparse.Namespace) -> int:
 
     progress = Progress(quiet=args.quiet)
     if args.continuous:
-        return _continuous(args, settings, progress)
+        return _continuous(args, settings, warehouse, progress)
     timeline = Timeline(spark_jobs=args.profile)
-    spark = session.build_session(args.warehouse, log_level="OFF", jvm_log=SPARK_LOG)
+    spark = common.spark_for(args, warehouse)
     processes = ProcessRecording(spark).start() if args.profile else None
     try:
-        result = run_pipeline(spark, settings, args.warehouse,
+        result = run_pipeline(spark, settings, warehouse,
                               full_refresh=args.full_refresh_all or common.flat(args.full_refresh),
                               refresh=common.flat(args.refresh), progress=progress,
                               timeline=timeline)
@@ -98,12 +101,11 @@ def handle(args: argparse.Namespace) -> int:
         print(Progress.top_costs(timeline))
         print(f"Trace (open in https://ui.perfetto.dev or chrome://tracing): {trace}")
         print(f"Child processes the Spark JVM started during the update: {summary(started)}")
-    print(f"Delta tables in {args.warehouse.resolve()}")
+    print(f"Delta tables in {warehouse.resolve()}")
     return 0
 
 
-def _continuous(args: argparse.Namespace, settings, progress) -> int:
-    from exactly_once.local.engine import session
+def _continuous(args: argparse.Namespace, settings, warehouse, progress) -> int:
     from exactly_once.local.execution import continuous
 
     interval = args.trigger_interval or continuous.parse_interval(
@@ -111,11 +113,11 @@ def _continuous(args: argparse.Namespace, settings, progress) -> int:
     # Signals are handled from before the JVM starts: a stop during start-up ends the run
     # before its first update.
     with continuous.StopRequest() as stop:
-        spark = session.build_session(args.warehouse, log_level="OFF", jvm_log=SPARK_LOG)
+        spark = common.spark_for(args, warehouse)
         stop.install()  # over the SIGINT handler the SparkContext just installed
         try:
             result = continuous.run_continuous(
-                spark, settings, args.warehouse, interval, stop,
+                spark, settings, warehouse, interval, stop,
                 full_refresh=args.full_refresh_all or common.flat(args.full_refresh),
                 refresh=common.flat(args.refresh), progress=progress,
                 after_update=lambda update: print(continuous.update_line(update), flush=True))

@@ -33,6 +33,10 @@ from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from exactly_once.errors import BrokerError
 from exactly_once.paths import BROKER_DIR, JARS_DIR
+from exactly_once.processes import free_port
+from exactly_once.processes import pid_alive as _pid_alive
+from exactly_once.processes import port_free as _port_free
+from exactly_once.processes import reap as _reap
 
 BROKER_JARS = JARS_DIR / "kafka-broker"
 HOST = "127.0.0.1"
@@ -64,15 +68,6 @@ def _log_file(home: Path) -> Path:
     return home / "logs" / "broker.out"
 
 
-def _pid_alive(pid: int) -> bool:
-    """True for a live, non-zombie process (a zombie still answers kill(pid, 0))."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-
-
 def _is_our_broker(pid: int, home: Path) -> bool:
     """Guards against pid reuse: the process must be kafka.Kafka with this home's config."""
     try:
@@ -88,23 +83,6 @@ def _port_answers(port: int, timeout: float = 1.0) -> bool:
             return True
     except OSError:
         return False
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((HOST, port))
-        except OSError:
-            return False
-    return True
-
-
-def free_port() -> int:
-    """A port the OS considers free right now (small race window, fine for local use)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
-        return sock.getsockname()[1]
 
 
 def _read_state(home: Path) -> dict | None:
@@ -297,14 +275,6 @@ def start(port: int = 9092, home: Path = BROKER_DIR, timeout: float = 60) -> Bro
     _state_file(home).write_text(json.dumps(state))
     _wait_ready(proc.pid, port, home, time.monotonic() + timeout)
     return BrokerInfo(f"{HOST}:{port}", proc.pid, home, _log_file(home))
-
-
-def _reap(pid: int) -> None:
-    """Collects the exit status if the broker is our own child, so it leaves no zombie."""
-    try:
-        os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass
 
 
 def _kill(pid: int, timeout: float) -> None:

@@ -24,13 +24,13 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from exactly_once.local.observe.timeline import WAIT_FOR_UPSTREAM
+from exactly_once.local.storage.files import StoragePath
 
 QUARANTINE = "quarantine"
 STATUS_COLORS = {"COMPLETED": ("#057a55", "#def7ec"), "FAILED": ("#c81e1e", "#fde8e8"),
@@ -141,7 +141,7 @@ def _rows_in(detail: str | None) -> int:
         return 0
 
 
-def collect_graph(spark: SparkSession, log_path: Path,
+def collect_graph(spark: SparkSession, log_path: StoragePath,
                   tables: Sequence[str] = ()) -> GraphView:
     """The graph of the event log at `log_path`; `tables` adds datasets it never names (grey)."""
     log = spark.read.format("delta").load(str(log_path.resolve()))

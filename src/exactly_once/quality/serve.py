@@ -19,6 +19,7 @@ from pathlib import Path
 
 from exactly_once.errors import ExactlyOnceError
 from exactly_once.local.storage.delta_log import latest_version
+from exactly_once.local.storage.files import StoragePath
 
 HOST = "127.0.0.1"
 
@@ -26,7 +27,7 @@ HOST = "127.0.0.1"
 class LivePage:
     """The page at `output`, rebuilt by `build` whenever the Delta table at `watched` moved on."""
 
-    def __init__(self, output: Path, watched: Path, build: Callable[[], object]):
+    def __init__(self, output: Path, watched: StoragePath, build: Callable[[], object]):
         self.output, self.watched, self._build = output, watched, build
         self.built_version: int | None = None
         self._lock = threading.Lock()

@@ -4,6 +4,8 @@
     local_fs.py       local files through Java NIO, not chmod/readlink processes (jvm/local-fs)
     class_archive.py  the JVM's class-data-sharing archive, mapped at start
     jvm_processes.py  the child processes the JVM starts, recorded by Java Flight Recorder
+    deployment.py     the master, the driver's address, what executors need (jars, S3A settings)
+    cluster.py        a Spark standalone cluster on this machine: a master and one-core workers
 
 The bottom wing: it imports no other wing.
 """

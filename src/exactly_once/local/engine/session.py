@@ -13,6 +13,7 @@ from pyspark.sql import SparkSession
 
 from exactly_once.errors import MissingJarsError
 from exactly_once.local.engine import class_archive, local_fs
+from exactly_once.local.engine.deployment import Deployment
 from exactly_once.paths import JARS_DIR
 
 
@@ -24,7 +25,7 @@ def _artifact(jar: Path) -> str:
     return "-".join(parts)
 
 
-def spark_jars(jars_dir: Path | None = None) -> list[str]:
+def spark_jars(jars_dir: Path | None = None, *more: Path) -> list[str]:
     """Delta and Kafka-source jars (default: `JARS_DIR/spark`, looked up when called), less any
     artifact the pyspark wheel already ships.
 
@@ -32,10 +33,12 @@ def spark_jars(jars_dir: Path | None = None) -> list[str]:
     carries its own versions of those, and two copies on one classpath is how NoSuchMethodErrors
     start. So only artifacts missing from the wheel are added.
     """
-    jars_dir = jars_dir or JARS_DIR / "spark"
-    jars = sorted(jars_dir.glob("*.jar"))
-    if not jars:
-        raise MissingJarsError(f"no jars in {jars_dir}; run `make setup` first")
+    jars: list[Path] = []
+    for directory in (jars_dir or JARS_DIR / "spark", *more):
+        found = sorted(directory.glob("*.jar"))
+        if not found:
+            raise MissingJarsError(f"no jars in {directory}; run `make setup` first")
+        jars += found
     bundled = {_artifact(j) for j in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
     return [str(j) for j in jars if _artifact(j) not in bundled]
 
@@ -60,20 +63,24 @@ def _stderr_into(log: Path | None) -> Iterator[None]:
         os.close(saved)
 
 
-def build_session(warehouse: Path, app_name: str = "exactly-once", shuffle_partitions: int = 4,
-                  extra_conf: dict[str, str] | None = None,
-                  log_level: str = "ERROR", jvm_log: Path | None = None) -> SparkSession:
+def build_session(warehouse: Path | str, app_name: str = "exactly-once",
+                  shuffle_partitions: int = 4, extra_conf: dict[str, str] | None = None,
+                  log_level: str = "ERROR", jvm_log: Path | None = None,
+                  deployment: Deployment | None = None) -> SparkSession:
     """The session; `jvm_log`: where the JVM's own stderr goes (its start-up notes, anything it
-    prints outside `log_level`), for a command whose stderr must hold only its own messages."""
+    prints outside `log_level`), for a command whose stderr must hold only its own messages.
+    `deployment`: the master and what its executors need (default: `local[2]`)."""
+    deployment = deployment or Deployment()
     builder = (
-        SparkSession.builder.master("local[2]")
+        SparkSession.builder.master(deployment.master)
         .appName(app_name)
-        .config("spark.jars", ",".join(spark_jars()))
+        .config("spark.jars", ",".join(spark_jars(None, *deployment.jar_dirs)))
         .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
         .config("spark.sql.catalog.spark_catalog",
                 "org.apache.spark.sql.delta.catalog.DeltaCatalog")
         .config("spark.sql.catalogImplementation", "in-memory")
-        .config("spark.sql.warehouse.dir", str(warehouse.resolve()))
+        .config("spark.sql.warehouse.dir", str(warehouse if isinstance(warehouse, str)
+                                               else warehouse.resolve()))
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
         # Bounded, on-disk streaming state, as on Databricks (RocksDB, with changelog
@@ -102,12 +109,15 @@ def build_session(warehouse: Path, app_name: str = "exactly-once", shuffle_parti
         .config("spark.databricks.delta.properties.defaults.checkpointInterval", "50")
     )
     # Local files through Java NIO, not `chmod` and `readlink` processes (engine/local_fs.py).
-    for key, value in local_fs.spark_conf().items():
-        builder = builder.config(key, value)
+    # In `local[N]` only: a cluster's executors load file systems from their own class path,
+    # which the driver does not control, so there Hadoop's own stays.
+    if not deployment.is_cluster:
+        for key, value in local_fs.spark_conf().items():
+            builder = builder.config(key, value)
     # Classes mapped from `make setup`'s archive rather than loaded from jars, when it exists.
     if java_options := class_archive.java_options():
         builder = builder.config("spark.driver.extraJavaOptions", java_options)
-    for key, value in (extra_conf or {}).items():
+    for key, value in (dict(deployment.conf) | (extra_conf or {})).items():
         builder = builder.config(key, value)
     with _stderr_into(jvm_log):
         spark = builder.getOrCreate()

@@ -38,6 +38,7 @@ from exactly_once.errors import SettingsError
 from exactly_once.local.execution.pipeline import run_update
 from exactly_once.local.observe.progress import Progress, UpdateResult
 from exactly_once.local.observe.timeline import Timeline
+from exactly_once.local.storage.files import StoragePath
 from exactly_once.local.storage.lock import WarehouseLock
 from exactly_once.paths import PIPELINES_DIR
 
@@ -129,7 +130,7 @@ def update_line(update: UpdateResult, bronze: str = "bronze_kafka_events",
             "quarantined")
 
 
-def run_continuous(spark: SparkSession, settings: Settings, warehouse: Path,
+def run_continuous(spark: SparkSession, settings: Settings, warehouse: StoragePath | str,
                    trigger_interval: float, stop: StopRequest,
                    full_refresh: bool | Sequence[str] = False, refresh: Sequence[str] = (),
                    progress: Progress | None = None, pipelines_dir: Path = PIPELINES_DIR,

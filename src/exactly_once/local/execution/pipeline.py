@@ -13,12 +13,13 @@ from exactly_once.local.execution.update import PipelineUpdate
 from exactly_once.local.graph.loader import load_graph
 from exactly_once.local.observe.progress import Progress, UpdateResult
 from exactly_once.local.observe.timeline import UPDATE, Timeline
+from exactly_once.local.storage.files import StoragePath, location
 from exactly_once.local.storage.lock import WarehouseLock
 from exactly_once.local.storage.warehouse import Warehouse
 from exactly_once.paths import PIPELINES_DIR, pipeline_files
 
 
-def run_pipeline(spark: SparkSession, settings: Settings, warehouse: Path,
+def run_pipeline(spark: SparkSession, settings: Settings, warehouse: StoragePath | str,
                  full_refresh: bool | Sequence[str] = False, progress: Progress | None = None,
                  pipelines_dir: Path = PIPELINES_DIR, refresh: Sequence[str] = (),
                  timeline: Timeline | None = None) -> UpdateResult:
@@ -28,14 +29,15 @@ def run_pipeline(spark: SparkSession, settings: Settings, warehouse: Path,
     names resets those (--full-refresh T ...); `refresh`: update only these tables. Holds the
     warehouse's lock throughout: a second concurrent update fails with WarehouseLockedError.
     `timeline`: where the update records its phases (`Timeline(spark_jobs=True)` also counts
-    Spark jobs); the result carries it either way.
+    Spark jobs); the result carries it either way. `warehouse`: a local directory or an
+    `s3a://bucket/prefix` (files.py).
     """
     with WarehouseLock(warehouse):
         return run_update(spark, settings, warehouse, full_refresh, progress, pipelines_dir,
                           refresh, timeline)
 
 
-def run_update(spark: SparkSession, settings: Settings, warehouse: Path,
+def run_update(spark: SparkSession, settings: Settings, warehouse: StoragePath | str,
                full_refresh: bool | Sequence[str] = False, progress: Progress | None = None,
                pipelines_dir: Path = PIPELINES_DIR, refresh: Sequence[str] = (),
                timeline: Timeline | None = None) -> UpdateResult:
@@ -47,4 +49,5 @@ def run_update(spark: SparkSession, settings: Settings, warehouse: Path,
     timeline = timeline or Timeline()
     with timeline.span(UPDATE, "load pipeline files"):
         graph = load_graph(spark, pipeline_files(pipelines_dir))
-    return PipelineUpdate(spark, graph, Warehouse(warehouse), progress, timeline).run(selection)
+    return PipelineUpdate(spark, graph, Warehouse(location(warehouse)), progress,
+                          timeline).run(selection)

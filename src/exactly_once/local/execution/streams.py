@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from pathlib import Path
 
 from pyspark.sql import DataFrame
 from pyspark.sql.streaming import StreamingQuery
@@ -21,20 +20,21 @@ from exactly_once.errors import FlowError
 from exactly_once.local.execution.failures import flow_failure
 from exactly_once.local.observe.progress import FlowResult, Progress
 from exactly_once.local.observe.timeline import Timeline
+from exactly_once.local.storage.files import StoragePath
 
 # (micro-batch, its id, the query's id, whether this batch is a replay) -> None
 BatchHandler = Callable[[DataFrame, int, str, bool], None]
 POLL_SECONDS = 0.2
 
 
-def _batch_ids(directory: Path) -> list[int]:
+def _batch_ids(directory: StoragePath) -> list[int]:
     try:
         return sorted(int(p.name) for p in directory.iterdir() if p.name.isdigit())
     except FileNotFoundError:
         return []
 
 
-def replayed_batch(checkpoint: Path) -> int | None:
+def replayed_batch(checkpoint: StoragePath) -> int | None:
     """The micro-batch a query restarted from `checkpoint` runs again: logged in `offsets/` but
     not in `commits/` (it may have written some of its output before the crash)."""
     offsets, commits = _batch_ids(checkpoint / "offsets"), _batch_ids(checkpoint / "commits")
@@ -43,7 +43,7 @@ def replayed_batch(checkpoint: Path) -> int | None:
     return None
 
 
-def query_id(checkpoint: Path) -> str:
+def query_id(checkpoint: StoragePath) -> str:
     """The id Structured Streaming gave the query of this checkpoint (its `metadata` file):
     the same across restarts, new when the checkpoint is new."""
     return str(json.loads((checkpoint / "metadata").read_text().splitlines()[0])["id"])
@@ -55,7 +55,7 @@ def flow_error(flow: str, err: BaseException,
     return flow_failure(flow, err, batch_error)
 
 
-def run_available_now(df: DataFrame, name: str, checkpoint: Path, handle: BatchHandler,
+def run_available_now(df: DataFrame, name: str, checkpoint: StoragePath, handle: BatchHandler,
                       result: FlowResult, progress: Progress, timeline: Timeline) -> None:
     """Process what `df` has now, batch by batch through `handle`, then stop."""
     replayed = replayed_batch(checkpoint)

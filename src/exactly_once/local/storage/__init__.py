@@ -4,6 +4,8 @@
     delta_log.py   a Delta table's log read directly, no Spark job
     lock.py        one update at a time per warehouse
     idempotent.py  Delta writes that a replayed micro-batch does not repeat
+    files.py       the one file-system interface: local paths and s3a:// object-store keys
+    s3_server.py   a local S3-compatible store (versitygw) to put a warehouse on
 
 May import engine only.
 """

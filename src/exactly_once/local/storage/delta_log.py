@@ -3,7 +3,8 @@
 Spark's Delta reader rebuilds a table's state (a Spark job over the log) for many questions the
 runtime asks after every write: which version the table is at, how many rows a commit wrote,
 whether a micro-batch already committed. The answers are in the commit files themselves
-(`_delta_log/<version>.json`, one JSON action per line), which local tables keep on local disk.
+(`_delta_log/<version>.json`, one JSON action per line), read through files.py: from the local
+disk, or from the object store for a warehouse on one.
 
 This module is the one definition of "a Delta table exists at this path": it has a committed
 version. A `_delta_log` directory alone is not one: a process killed while creating a table
@@ -16,8 +17,9 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
+
+from exactly_once.local.storage.files import StoragePath, location
 
 DELTA_LOG_DIR = "_delta_log"
 _COMMIT = re.compile(r"^(\d{20})\.json$")
@@ -26,11 +28,11 @@ _CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint(\.\d+\.\d+)?\.parquet$")
 MARKER_KEY = "exactly_once_batch"
 
 
-def log_dir(path: Path | str) -> Path:
-    return Path(path) / DELTA_LOG_DIR
+def log_dir(path: StoragePath | str) -> StoragePath:
+    return location(path) / DELTA_LOG_DIR
 
 
-def versions(path: Path | str) -> list[int]:
+def versions(path: StoragePath | str) -> list[int]:
     """The table's committed versions that have a commit file, ascending."""
     try:
         names = [entry.name for entry in log_dir(path).iterdir()]
@@ -39,7 +41,7 @@ def versions(path: Path | str) -> list[int]:
     return sorted(int(m.group(1)) for m in map(_COMMIT.match, names) if m)
 
 
-def latest_version(path: Path | str) -> int:
+def latest_version(path: StoragePath | str) -> int:
     """The latest committed version; -1 when the table has none (it does not exist)."""
     found = versions(path)
     if found:
@@ -53,19 +55,19 @@ def latest_version(path: Path | str) -> int:
     return max((int(m.group(1)) for m in map(_CHECKPOINT.match, names) if m), default=-1)
 
 
-def is_delta_table(path: Path | str) -> bool:
+def is_delta_table(path: StoragePath | str) -> bool:
     """Whether a Delta table lives at `path`: its log has a committed version."""
     return latest_version(path) >= 0
 
 
-def is_half_created(path: Path | str) -> bool:
+def is_half_created(path: StoragePath | str) -> bool:
     """Whether `path` is what a process killed while Delta created a table there leaves: a log
     directory holding nothing but an empty `_staged_commits/` and temporary files (Delta writes
     a commit to a hidden temporary file, then renames it). Such a directory holds nothing
     committed; anything else in the log (a commit, a checkpoint, `_last_checkpoint`, a staged
     commit) makes it not one, whatever `is_delta_table` says."""
     try:
-        entries = list(log_dir(path).iterdir())
+        entries: list[StoragePath] = list(log_dir(path).iterdir())
     except (FileNotFoundError, NotADirectoryError):
         return False
     for entry in entries:
@@ -77,7 +79,7 @@ def is_half_created(path: Path | str) -> bool:
     return not is_delta_table(path)
 
 
-def actions(path: Path | str, version: int) -> Iterator[dict[str, Any]]:
+def actions(path: StoragePath | str, version: int) -> Iterator[dict[str, Any]]:
     """The actions of one commit, in file order."""
     text = (log_dir(path) / f"{version:020d}.json").read_text(encoding="utf-8")
     # One action per "\n"-ended line; not splitlines(), which also splits at the U+2028 or
@@ -87,7 +89,7 @@ def actions(path: Path | str, version: int) -> Iterator[dict[str, Any]]:
             yield json.loads(line)
 
 
-def commit_info(path: Path | str, version: int) -> dict[str, Any]:
+def commit_info(path: StoragePath | str, version: int) -> dict[str, Any]:
     """The commit's commitInfo action (Delta writes it first); {} when there is none."""
     for action in actions(path, version):
         if "commitInfo" in action:
@@ -96,7 +98,7 @@ def commit_info(path: Path | str, version: int) -> dict[str, Any]:
     return {}
 
 
-def rows_written(path: Path | str, after_version: int) -> int:
+def rows_written(path: StoragePath | str, after_version: int) -> int:
     """Rows the commits after `after_version` wrote, from their `operationMetrics`."""
     total = 0
     for version in versions(path):
@@ -137,12 +139,12 @@ def _rows_after(info: dict[str, Any], rows: int) -> int | None:
     return None
 
 
-def row_count(path: Path | str) -> int | None:
+def row_count(path: StoragePath | str) -> int | None:
     """The table's rows, summed from its commits' operationMetrics (appends, MERGE, DELETE,
     overwrites); None when a commit does not say (an operation not listed above, or commit
     files already cleaned up): then only a scan can tell. Remembered per path, so the next
     call reads only the commits since."""
-    key = str(Path(path).resolve())
+    key = str(location(path).resolve())
     committed = versions(path)
     if not committed:
         return 0
@@ -162,7 +164,7 @@ def row_count(path: Path | str) -> int | None:
     return rows
 
 
-def table_id(path: Path | str) -> str | None:
+def table_id(path: StoragePath | str) -> str | None:
     """The id in the table's metadata: a table dropped and created again at the same path gets
     a new one. From the latest version's checksum file (`<version>.crc`, which Delta writes
     with each commit and which holds the metadata), else from the latest commit that carries
@@ -208,7 +210,7 @@ class Marker:
             return None
 
 
-def committed_batch(path: Path | str, writer: str) -> int | None:
+def committed_batch(path: StoragePath | str, writer: str) -> int | None:
     """The last micro-batch `writer` committed to the table, or None if it never did.
 
     A writer commits its batches in order, so the newest commit it made holds its last batch:

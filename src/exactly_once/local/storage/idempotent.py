@@ -8,23 +8,22 @@ A batch that is not a replay cannot have committed before, so it writes without 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from delta.tables import DeltaMergeBuilder
 from pyspark.sql import DataFrame, SparkSession
 
 from exactly_once.local.storage.delta_log import Marker, committed_batch
+from exactly_once.local.storage.files import StoragePath
 
 USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 MATERIALIZE_SOURCE = "spark.databricks.delta.merge.materializeSource"
 
 
-def already_committed(path: Path | str, marker: Marker) -> bool:
+def already_committed(path: StoragePath | str, marker: Marker) -> bool:
     last = committed_batch(path, marker.writer)
     return last is not None and last >= marker.batch
 
 
-def append(df: DataFrame, path: Path | str, marker: Marker, replayed: bool) -> bool:
+def append(df: DataFrame, path: StoragePath | str, marker: Marker, replayed: bool) -> bool:
     """Append `df` to the Delta table at `path` unless a replayed batch already did; whether
     this call wrote it."""
     if replayed and already_committed(path, marker):
@@ -34,7 +33,7 @@ def append(df: DataFrame, path: Path | str, marker: Marker, replayed: bool) -> b
     return True
 
 
-def merge(spark: SparkSession, merge: DeltaMergeBuilder, path: Path | str, marker: Marker,
+def merge(spark: SparkSession, merge: DeltaMergeBuilder, path: StoragePath | str, marker: Marker,
           replayed: bool) -> bool:
     """Execute the MERGE unless a replayed batch already committed it; whether this call did.
 

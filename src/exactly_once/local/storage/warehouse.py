@@ -1,4 +1,4 @@
-"""The local warehouse: one Delta table per directory, plus the pipeline's own state.
+"""The warehouse: one Delta table per directory, plus the pipeline's own state.
 
     <warehouse>/<table>/                                each dataset, readable by any Delta reader
     <warehouse>/event_log/                              the pipeline event log (see event_log.py)
@@ -10,6 +10,8 @@
 
 This module is the one place that knows the layout, so the runtime, the event log and the quality
 tools cannot disagree about it; whether a Delta table exists at a path is `delta_log`'s to say.
+The root is a local directory or a prefix of an object store (`s3a://bucket/prefix`): every
+file this module touches goes through files.py, which reads and writes either.
 Spark is imported only where a method needs it: the quality tools import this module for the
 paths.
 """
@@ -17,14 +19,12 @@ paths.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from exactly_once.local.storage import delta_log
 from exactly_once.local.storage.delta_log import is_delta_table
+from exactly_once.local.storage.files import StoragePath, remove_tree, write_atomic
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -46,18 +46,18 @@ class AutoCdcTables:
 
 @dataclass(frozen=True)
 class Warehouse:
-    root: Path
+    root: StoragePath
 
-    def table_path(self, name: str) -> Path:
+    def table_path(self, name: str) -> StoragePath:
         return self.root / name
 
-    def checkpoint_path(self, flow: str) -> Path:
+    def checkpoint_path(self, flow: str) -> StoragePath:
         return self.root / PIPELINE_DIR / "checkpoints" / flow
 
-    def auto_cdc_state_path(self, target: str) -> Path:
+    def auto_cdc_state_path(self, target: str) -> StoragePath:
         return self.root / PIPELINE_DIR / "auto_cdc" / target
 
-    def auto_cdc_rejected_path(self, target: str) -> Path:
+    def auto_cdc_rejected_path(self, target: str) -> StoragePath:
         """Next to the target's state, so a full refresh of the target finds both."""
         return self.root / PIPELINE_DIR / "auto_cdc" / f"{target}__rejected"
 
@@ -66,31 +66,31 @@ class Warehouse:
                              state=str(self.auto_cdc_state_path(target).resolve()),
                              rejected=str(self.auto_cdc_rejected_path(target).resolve()))
 
-    def event_log_path(self) -> Path:
+    def event_log_path(self) -> StoragePath:
         """Outside `_pipeline`: a full refresh keeps it, as Databricks keeps its event log."""
         return self.root / EVENT_LOG_DIR
 
-    def lock_path(self) -> Path:
+    def lock_path(self) -> StoragePath:
         return self.root / PIPELINE_DIR / "lock"
 
     def has_table(self, name: str) -> bool:
         return is_delta_table(self.table_path(name))
 
-    def delta_paths(self, tables: list[str]) -> list[Path]:
+    def delta_paths(self, tables: list[str]) -> list[StoragePath]:
         """Every Delta table the runtime writes for `tables`: the tables themselves, their AUTO
         CDC state and rejected rows, and the event log."""
         return [*(path for name in tables for path in (
             self.table_path(name), self.auto_cdc_state_path(name),
             self.auto_cdc_rejected_path(name))), self.event_log_path()]
 
-    def clear_half_created(self, tables: list[str]) -> list[Path]:
+    def clear_half_created(self, tables: list[str]) -> list[StoragePath]:
         """Remove what a run killed while creating one of these Delta tables left (no committed
         version: `delta_log.is_half_created`), so this run creates the table afresh; the paths
         removed. Delta refuses to create a table over such a directory, and the update would
         then fail the same way every time."""
         cleared = [path for path in self.delta_paths(tables) if delta_log.is_half_created(path)]
         for path in cleared:
-            shutil.rmtree(path)
+            remove_tree(path)
         return cleared
 
     def row_count(self, spark: SparkSession, name: str) -> int:
@@ -122,9 +122,9 @@ class Warehouse:
 
     def reset_checkpoint(self, flow: str) -> None:
         """Forget what `flow` has read: its next run reads its sources from the start."""
-        shutil.rmtree(self.checkpoint_path(flow), ignore_errors=True)
+        remove_tree(self.checkpoint_path(flow))
 
-    def reset_intent_path(self) -> Path:
+    def reset_intent_path(self) -> StoragePath:
         return self.root / PIPELINE_DIR / "reset.json"
 
     def unfinished_reset(self) -> list[str]:
@@ -139,11 +139,7 @@ class Warehouse:
         """Record `tables` as being reset (atomically) before anything of them is deleted."""
         if not tables:
             return
-        path = self.reset_intent_path()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(f".{path.name}.tmp")
-        partial.write_text(json.dumps(sorted(tables)), encoding="utf-8")
-        os.replace(partial, path)
+        write_atomic(self.reset_intent_path(), json.dumps(sorted(tables)))
 
     def end_reset(self) -> None:
         """The update that reset the tables recomputed them all."""
@@ -157,4 +153,4 @@ class Warehouse:
             for path in [self.table_path(name), self.auto_cdc_state_path(name),
                          self.auto_cdc_rejected_path(name),
                          *(self.checkpoint_path(flow) for flow in flows)]:
-                shutil.rmtree(path, ignore_errors=True)
+                remove_tree(path)

@@ -1,0 +1,163 @@
+"""A local S3-compatible object store to put a warehouse on: Versity's S3 gateway (versitygw).
+
+A real store, not a mock: versitygw serves the S3 API over a directory (its `posix` backend:
+a bucket is a directory, an object a file), with conditional writes (`If-None-Match`,
+`If-Match`). `make s3-server` builds it from its Go module (`.cache/go/bin/versitygw`); this
+module starts and stops it on 127.0.0.1, detached, as kafka/broker.py does the broker. Not used
+by the runtime itself: the runtime reaches any S3-compatible store through files.py and S3A.
+
+    home/s3.json       pid, port and bucket of the running server (the pid file)
+    home/data/<bucket> the objects
+    home/logs/s3.out   the server's output
+
+Its credentials are local ones the server is started with; a client gets them as
+AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY with AWS_ENDPOINT_URL (`environment()`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from exactly_once.errors import ObjectStoreError
+from exactly_once.paths import PROJECT_ROOT
+
+HOST = "127.0.0.1"
+SERVER = PROJECT_ROOT / ".cache" / "go" / "bin" / "versitygw"
+ACCESS_KEY = "exactly-once"
+SECRET_KEY = "exactly-once-local-secret"
+REGION = "us-east-1"
+
+
+@dataclass(frozen=True)
+class S3Server:
+    home: Path
+    port: int
+    pid: int
+    bucket: str
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://{HOST}:{self.port}"
+
+    def environment(self) -> dict[str, str]:
+        """What a client (the CLI, Spark's S3A, boto3) needs to reach this store."""
+        return {"AWS_ENDPOINT_URL": self.endpoint, "AWS_ACCESS_KEY_ID": ACCESS_KEY,
+                "AWS_SECRET_ACCESS_KEY": SECRET_KEY, "AWS_REGION": REGION}
+
+
+def _state_file(home: Path) -> Path:
+    return home / "s3.json"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X") and b"versitygw" in cmdline
+
+
+def status(home: Path) -> S3Server | None:
+    try:
+        state = json.loads(_state_file(Path(home).resolve()).read_text())
+    except (OSError, ValueError):
+        return None
+    server = S3Server(Path(home).resolve(), state["port"], state["pid"], state["bucket"])
+    return server if _alive(server.pid) else None
+
+
+def _answers(port: int) -> bool:
+    try:
+        with socket.create_connection((HOST, port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def start(home: Path, port: int, bucket: str = "lake", timeout: float = 30) -> S3Server:
+    """Start the server for `home` on `port` with `bucket` in it; one already running there is
+    returned as it is."""
+    home = Path(home).resolve()
+    running = status(home)
+    if running is not None:
+        return running
+    if not SERVER.is_file():
+        raise ObjectStoreError(f"no S3 server at {SERVER}; run `make s3-server` first")
+    if _answers(port):
+        raise ObjectStoreError(f"port {port} is already in use by another process")
+    (home / "logs").mkdir(parents=True, exist_ok=True)
+    (home / "data" / bucket).mkdir(parents=True, exist_ok=True)  # a directory is a bucket
+    env = os.environ | {"ROOT_ACCESS_KEY_ID": ACCESS_KEY, "ROOT_SECRET_ACCESS_KEY": SECRET_KEY}
+    with (home / "logs" / "s3.out").open("ab") as out:
+        process = subprocess.Popen(
+            [str(SERVER), "--port", f"{HOST}:{port}", "--region", REGION, "--quiet",
+             "posix", str(home / "data")], stdout=out, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, start_new_session=True, env=env)
+    server = S3Server(home, port, process.pid, bucket)
+    _state_file(home).write_text(json.dumps({"port": port, "pid": process.pid, "bucket": bucket}))
+    deadline = time.monotonic() + timeout
+    while not _answers(port):
+        if process.poll() is not None or time.monotonic() > deadline:
+            stop(home)
+            log = (home / "logs" / "s3.out").read_text(errors="replace").strip().splitlines()
+            raise ObjectStoreError(f"the S3 server did not start on port {port}: "
+                                   f"{log[-1] if log else '(no output)'}")
+        time.sleep(0.1)
+    return server
+
+
+def stop(home: Path, timeout: float = 10) -> bool:
+    home = Path(home).resolve()
+    running = status(home)
+    _state_file(home).unlink(missing_ok=True)
+    if running is None:
+        return False
+    os.killpg(running.pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while _alive(running.pid) and time.monotonic() < deadline:
+        try:
+            os.waitpid(running.pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
+        time.sleep(0.1)
+    if _alive(running.pid):
+        os.killpg(running.pid, signal.SIGKILL)
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m exactly_once.local.storage.s3_server start|stop [PORT]` (make s3-start)."""
+    import sys
+
+    from exactly_once.paths import LOCAL_DIR
+
+    args = sys.argv[1:] if argv is None else argv
+    home = LOCAL_DIR / "s3"
+    try:
+        if args[:1] == ["start"]:
+            server = start(home, int(args[1]) if len(args) > 1 else 9000)
+            print(f"S3-compatible server (versitygw) at {server.endpoint}, bucket "
+                  f"s3a://{server.bucket}, data in {home / 'data'}; to use it:")
+            for key, value in server.environment().items():
+                print(f"  export {key}={value}")
+        elif args[:1] == ["stop"]:
+            print("S3 server stopped" if stop(home) else "no S3 server was running")
+        else:
+            print("usage: python -m exactly_once.local.storage.s3_server start [PORT] | stop")
+            return 2
+    except ObjectStoreError as err:
+        print(f"exactly-once: error: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

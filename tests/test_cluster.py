@@ -1,0 +1,190 @@
+"""The same pipeline beyond one machine: on a Spark standalone cluster (a master and two one-core
+workers, real processes), with the warehouse on a local disk or on an S3-compatible object
+store (versitygw, a real store), against the real Kafka broker.
+
+Each update on the cluster is `exactly-once run --master spark://...` as a process of its own:
+its driver, the cluster's executors. The tables it ends with must be those of a `local[2]` run
+of the same log in this session's Spark and those of the model (tests/reference.py). Two such
+updates in all (each costs a minute or more): one into a local warehouse, compared with
+`local[2]`; one into the object store with a worker SIGKILLed in its middle.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+
+import pytest
+from cluster_fixtures import run_cli, start_cli
+from crash_points import write_tiny_dump
+from test_end_to_end import START, assert_tables_match, consume_all, generate, gold, own_topics
+
+from exactly_once.cli import main
+from exactly_once.config import ObjectStoreSettings
+from exactly_once.kafka.producer import produce_records
+from exactly_once.local.engine import cluster
+from exactly_once.local.execution.pipeline import run_pipeline
+from exactly_once.local.storage import files
+from exactly_once.local.storage.lock import WarehouseLock
+from exactly_once.local.storage.s3_server import S3Server
+
+pytestmark = pytest.mark.kafka
+
+
+def run_args(master: str, warehouse: str, bootstrap: str, topics: list[str],
+             max_offsets: int) -> list[str]:
+    return ["run", "--quiet", "--master", master, "--warehouse", warehouse,
+            "--bootstrap-servers", bootstrap, "--set", f"topics.orders.topic={topics[0]}",
+            "--set", f"topics.player_rewards.topic={topics[1]}",
+            "--set", f"kafka.max_offsets_per_trigger={max_offsets}"]
+
+
+def apps_run_on(info: cluster.ClusterInfo) -> list[dict]:
+    status = cluster.master_status(info.ui)
+    assert status is not None
+    return [*status.get("activeapps", []), *status.get("completedapps", [])]
+
+
+def test_an_update_on_the_cluster_ends_with_the_tables_of_a_local_run(
+        spark, kafka_broker, spark_cluster, tmp_path):
+    bootstrap = kafka_broker.bootstrap
+    topics, settings = own_topics(bootstrap, "cluster", max_offsets_per_trigger=300)
+    produce_records(bootstrap, generate(topics, events=500, orders=40, players=12, seed=31,
+                                        start=START))
+    apps_before = len(apps_run_on(spark_cluster))
+
+    done = run_cli(run_args(spark_cluster.url, str(tmp_path / "on-cluster"), bootstrap, topics,
+                            300), tmp_path / "home")
+    assert done.returncode == 0, done.stderr
+    assert len(apps_run_on(spark_cluster)) == apps_before + 1, "the update ran on the cluster"
+
+    run_pipeline(spark, settings, tmp_path / "local")  # local[2], this session's Spark
+    assert_tables_match(spark, tmp_path / "on-cluster", consume_all(bootstrap, topics), *topics)
+    assert gold(spark, tmp_path / "on-cluster") == gold(spark, tmp_path / "local")
+
+
+def test_the_warehouse_on_the_object_store_and_a_worker_killed_mid_update(
+        spark, kafka_broker, spark_cluster, s3_store, tmp_path, monkeypatch):
+    """Tables, event log, checkpoints and the lock all on the store, and the update writes
+    nothing to the local disk but its log and scratch space under EXACTLY_ONCE_HOME. One worker
+    (so its executor) is SIGKILLed once bronze has committed its first micro-batch: Spark runs
+    the lost tasks on the other worker, and the update ends with the model's tables. (One
+    update for both: each update on the cluster costs a minute or more.)"""
+    bootstrap = kafka_broker.bootstrap
+    topics, _ = own_topics(bootstrap, "s3", max_offsets_per_trigger=150)
+    produce_records(bootstrap, generate(topics, events=500, orders=40, players=12, seed=33,
+                                        start=START))
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    store = object_store(s3_store, monkeypatch)
+    warehouse = files.location(f"s3a://{s3_store.bucket}/warehouse")
+    assert isinstance(warehouse, files.ObjectPath)
+    lock = warehouse / "_pipeline" / "lock"
+    first_commit = warehouse / "bronze_kafka_events" / "_delta_log" / f"{1:020d}.json"
+    process = start_cli(run_args(spark_cluster.url, str(warehouse), bootstrap, topics, 150),
+                        tmp_path / "home", env=s3_store.environment(), cwd=cwd)
+    lock_seen = killed = False
+    try:
+        while process.poll() is None:
+            lock_seen = lock_seen or lock.is_file()
+            if not killed and first_commit.is_file():
+                cluster.kill_worker(spark_cluster, 1)
+                killed = True
+            time.sleep(0.1)
+        _, stderr = process.communicate()
+    finally:
+        if process.poll() is None:
+            process.kill()
+        cluster.start(spark_cluster.home, port=spark_cluster.port)  # the worker back
+    assert process.returncode == 0, stderr
+    assert killed, "a worker was killed in the middle of the update"
+    assert lock_seen, "the update held its lock on the object store"
+    assert not lock.exists(), "and released it"
+
+    keys = {item["Key"] for page in warehouse._list(delimiter=False)
+            for item in page.get("Contents", [])}
+    for expected in ("orders/_delta_log/00000000000000000000.json",
+                     "event_log/_delta_log/00000000000000000000.json",
+                     "_pipeline/checkpoints/bronze_kafka_events/offsets/0",
+                     "_pipeline/checkpoints/silver_orders/state/0/0/1.zip",
+                     "_pipeline/auto_cdc/orders/_delta_log/00000000000000000000.json"):
+        assert f"warehouse/{expected}" in keys, expected
+    assert list(cwd.iterdir()) == [], "nothing written in the working directory"
+    assert {p.name for p in (tmp_path / "home").iterdir()} <= {"logs", "scratch"}, \
+        "locally, only the JVM's log and the driver's scratch space"
+
+    copy = tmp_path / "copy"  # the store's tables, read with this session's (local) Spark
+    for key in (k for k in keys if not k.endswith("/")):  # not S3A's directory markers
+        target = copy / key.removeprefix("warehouse/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(files.ObjectPath(store, key).read_bytes())
+    assert_tables_match(spark, copy, consume_all(bootstrap, topics), *topics)
+
+
+def object_store(server: S3Server, monkeypatch: pytest.MonkeyPatch) -> files.ObjectStore:
+    """This process reaching the test's store (credentials through the environment)."""
+    for key, value in server.environment().items():
+        monkeypatch.setenv(key, value)
+    settings = ObjectStoreSettings(endpoint=server.endpoint)
+    monkeypatch.setattr(files, "_settings", settings)  # what use_object_store sets, undone after
+    return files.ObjectStore(server.bucket, settings)
+
+
+def test_the_lock_on_the_object_store_is_a_conditional_create(s3_store, monkeypatch):
+    object_store(s3_store, monkeypatch)
+    warehouse = files.location(f"s3a://{s3_store.bucket}/locked")
+    lock = warehouse / "_pipeline" / "lock"
+    with WarehouseLock(warehouse):
+        assert lock.is_file()
+        with pytest.raises(Exception, match="is in use by an update of pid"):
+            WarehouseLock(warehouse).__enter__()
+    assert not lock.exists()
+
+    # a holder on this host whose process is gone (a killed run): the next update takes over
+    lock.write_text(json.dumps({"pid": 999999999, "host": socket.gethostname(), "started": 1}))
+    with WarehouseLock(warehouse):
+        assert json.loads(lock.read_text())["pid"] == os.getpid()
+    # a holder on another host cannot be checked from here: refused, with what to do
+    lock.write_text('{"pid": 1, "host": "elsewhere", "since": "then"}')
+    with pytest.raises(Exception, match=f"delete {lock}"):
+        WarehouseLock(warehouse).__enter__()
+
+
+def test_cluster_commands(tmp_path, capsys):
+    """Start twice is harmless, a port in use and a dead worker are one line each, stop
+    leaves no process; a bad or silent master is one line before any JVM starts."""
+    home, port = tmp_path / "cluster", cluster.free_port()
+    start = ["cluster", "start", "--port", str(port), "--workers", "1", "--home", str(home)]
+    assert main(start) == 0
+    first = cluster.status(home)
+    assert main(start) == 0 and cluster.status(home) == first
+    assert main(["cluster", "status", "--home", str(home)]) == 0
+
+    assert main(["cluster", "start", "--port", str(port), "--home", str(tmp_path / "b")]) == 1
+    assert first is not None
+    cluster.kill_worker(first, 1)
+    deadline = time.monotonic() + 10
+    while cluster.pid_alive(first.workers[0].pid) and time.monotonic() < deadline:
+        cluster.reap(first.workers[0].pid)
+        time.sleep(0.05)
+    assert main(["cluster", "status", "--home", str(home)]) == 1
+    assert main(["cluster", "stop", "--home", str(home)]) == 0
+    assert cluster.processes_of(home) == [], "stop leaves no process"
+    assert main(["cluster", "status", "--home", str(home)]) == 3
+
+    dump = write_tiny_dump(tmp_path / "dump.jsonl")
+    for master in ("spark://nowhere", f"spark://127.0.0.1:{cluster.free_port()}"):
+        assert main(["run", "--master", master, "--source", f"file:{dump}",
+                     "--warehouse", str(tmp_path / "warehouse")]) == 1
+    errors = [line for line in capsys.readouterr().err.splitlines() if line]
+    assert errors == [
+        f"exactly-once: error: port {port} (master) is already in use by another process",
+        f"exactly-once: error: worker-1 (pid {first.workers[0].pid}) of the cluster at "
+        f"{first.url} is not running; see {home / 'logs' / 'worker-1.out'}, then "
+        "`exactly-once cluster stop` and `cluster start`",
+        "exactly-once: error: master must be local[N] or spark://HOST:PORT, got "
+        "'spark://nowhere'",
+        errors[-1]]
+    assert errors[-1].startswith("exactly-once: error: no Spark master answers at spark://")
