@@ -23,6 +23,7 @@ from test_end_to_end import START, assert_tables_match, consume_all, generate, g
 
 from exactly_once.cli import main
 from exactly_once.config import ObjectStoreSettings
+from exactly_once.errors import ObjectStoreError
 from exactly_once.kafka.producer import produce_records
 from exactly_once.local.engine import cluster
 from exactly_once.local.execution.pipeline import run_pipeline
@@ -150,6 +151,20 @@ def test_the_lock_on_the_object_store_is_a_conditional_create(s3_store, monkeypa
     lock.write_text('{"pid": 1, "host": "elsewhere", "since": "then"}')
     with pytest.raises(Exception, match=f"delete {lock}"):
         WarehouseLock(warehouse).__enter__()
+
+
+def test_the_store_is_reached_with_the_credentials_of_the_moment(s3_store, monkeypatch):
+    """Credentials changed in this process reach the store at once: a client made earlier with
+    other credentials for the same endpoint is not reused (the CI run of 2026-11-23 reused the
+    fake key of test_cli_errors when the store's port came round again)."""
+    object_store(s3_store, monkeypatch)
+    path = files.location(f"s3a://{s3_store.bucket}/credentials/object")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "nobody")
+    with pytest.raises(ObjectStoreError, match="refused .*No user exists"):
+        path.write_text("written")
+    object_store(s3_store, monkeypatch)
+    path.write_text("written")
+    assert path.read_text() == "written"
 
 
 def test_cluster_commands(tmp_path, capsys):

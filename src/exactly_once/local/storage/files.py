@@ -52,19 +52,29 @@ class ObjectStore:
 
     @property
     def client(self) -> Any:
-        return _client(self.settings)
+        return _client(self.settings, _credentials())
 
     def where(self) -> str:
         return f"{_PREFIX}{self.bucket} ({self.settings.endpoint or 'Amazon S3'})"
 
 
+_CREDENTIALS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE")
+
+
+def _credentials() -> tuple[str | None, ...]:
+    """The environment's credentials now: a client keeps those it was made with."""
+    return tuple(os.environ.get(name) for name in _CREDENTIALS)
+
+
 @functools.cache
-def _client(settings: ObjectStoreSettings) -> Any:
-    """One boto3 client per store settings, shared by threads (boto3 clients are thread-safe)."""
+def _client(settings: ObjectStoreSettings, credentials: tuple[str | None, ...]) -> Any:
+    """One boto3 client per store settings and environment credentials, shared by threads
+    (boto3 clients are thread-safe). Each from a session of its own: boto3's default session
+    keeps the credentials it resolved first."""
     import boto3
     from botocore.config import Config
 
-    return boto3.client(
+    return boto3.session.Session().client(
         "s3", endpoint_url=settings.endpoint or None, region_name=settings.region,
         config=Config(s3={"addressing_style": "path" if settings.path_style else "auto"},
                       connect_timeout=5, read_timeout=30,
