@@ -4,16 +4,33 @@ as they do in a plain SparkSession (issue 29: a setting made for speed broke `li
 
 from __future__ import annotations
 
+import shutil
+
+import pytest
 from pyspark.sql import Observation
 from pyspark.sql import functions as F
+
+from exactly_once.errors import GraphError
 
 GOLD = "orders"
 
 
-def test_the_catalog_api_lists_and_describes_the_pipeline_tables(spark, quality_run):
+@pytest.fixture
+def quality_tables(spark, quality_run):
+    """The session's catalog naming the quality run's tables, as right after its update (any
+    update run since in this session has moved the names to its own warehouse)."""
+    from exactly_once.local.storage.warehouse import Warehouse
+
+    warehouse = Warehouse(quality_run.warehouse)
+    for name in quality_run.result.table_rows:
+        warehouse.register(spark, name)
+    return quality_run
+
+
+def test_the_catalog_api_lists_and_describes_the_pipeline_tables(spark, quality_tables):
     assert "default" in [db.name for db in spark.catalog.listDatabases()]
     tables = {t.name: t for t in spark.catalog.listTables()}
-    assert set(quality_run.result.table_rows) <= set(tables)
+    assert set(quality_tables.result.table_rows) <= set(tables)
     assert not tables[GOLD].isTemporary
     assert spark.catalog.tableExists(GOLD)
     assert not spark.catalog.tableExists("no_such_table")
@@ -27,9 +44,9 @@ def test_the_catalog_api_lists_and_describes_the_pipeline_tables(spark, quality_
     assert spark.catalog.getDatabase("default").name == "default"
 
 
-def test_typed_decoding_paths_work_on_a_pipeline_table(spark, quality_run):
+def test_typed_decoding_paths_work_on_a_pipeline_table(spark, quality_tables):
     orders = spark.read.table(GOLD)
-    rows = quality_run.result.table_rows[GOLD]
+    rows = quality_tables.result.table_rows[GOLD]
     assert rows > 0
     described = {r["summary"]: r for r in orders.describe("amount").collect()}
     assert int(described["count"]["amount"]) == rows
@@ -41,3 +58,33 @@ def test_typed_decoding_paths_work_on_a_pipeline_table(spark, quality_run):
     frame = orders.select("order_id", "amount").toPandas()
     assert len(frame) == rows
     assert frame["order_id"].is_unique
+
+
+def test_a_table_name_follows_the_warehouse_updated_last(spark, tmp_path):
+    """Warehouses updated one after the other in one session, incrementally (no full refresh
+    drops the name first): the catalog name reads the warehouse updated last, also when the
+    one it named before has been deleted since (what the CI run of 2026-11-23 hit)."""
+    from exactly_once.local.storage.warehouse import Warehouse
+
+    name = "catalog_follows_last_update"
+    first, second = Warehouse(tmp_path / "first"), Warehouse(tmp_path / "second")
+    for rows, warehouse in ((1, first), (2, second)):
+        spark.range(rows).write.format("delta").save(str(warehouse.table_path(name)))
+    first.register(spark, name)
+    assert spark.read.table(name).count() == 1
+    second.register(spark, name)
+    assert spark.read.table(name).count() == 2
+    first.register(spark, name)
+    shutil.rmtree(first.root)
+    second.register(spark, name)
+    assert spark.read.table(name).count() == 2
+    second.register(spark, name)  # already its name: nothing to change
+    assert spark.read.table(name).count() == 2
+
+    spark.sql("CREATE TABLE catalog_managed_by_the_user USING DELTA AS SELECT 1 AS id")
+    try:
+        with pytest.raises(GraphError, match="managed table `catalog_managed_by_the_user`"):
+            second.register(spark, "catalog_managed_by_the_user")
+        assert spark.read.table("catalog_managed_by_the_user").count() == 1, "left as it was"
+    finally:
+        spark.sql("DROP TABLE catalog_managed_by_the_user")

@@ -22,6 +22,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from exactly_once.errors import GraphError
 from exactly_once.local.storage import delta_log
 from exactly_once.local.storage.delta_log import is_delta_table
 from exactly_once.local.storage.files import StoragePath, remove_tree, write_atomic
@@ -102,9 +103,16 @@ class Warehouse:
         return rows
 
     def register(self, spark: SparkSession, name: str) -> None:
-        """Make `name` resolvable in the session catalog (which forgets tables between runs)."""
-        spark.sql(f"CREATE TABLE IF NOT EXISTS `{name}` USING DELTA "
-                  f"LOCATION '{self.table_path(name).resolve()}'")
+        """Make `name` resolve to this warehouse's table in the session catalog (which forgets
+        tables between runs). A name left by an update of another warehouse in the same session
+        is moved here: an external table's entry is dropped, never its files."""
+        location = str(self.table_path(name).resolve())
+        registered = _registered_location(spark, name)
+        if registered is not None and registered.removeprefix("file:") == location:
+            return
+        if registered is not None:
+            spark.sql(f"DROP TABLE IF EXISTS `{name}`")
+        spark.sql(f"CREATE TABLE IF NOT EXISTS `{name}` USING DELTA LOCATION '{location}'")
 
     def create_table(self, spark: SparkSession, name: str, schema: StructType,
                      properties: dict[str, str] | None = None, comment: str | None = None) -> None:
@@ -154,3 +162,19 @@ class Warehouse:
                          self.auto_cdc_rejected_path(name),
                          *(self.checkpoint_path(flow) for flow in flows)]:
                 remove_tree(path)
+
+
+def _registered_location(spark: SparkSession, name: str) -> str | None:
+    """Where the session catalog's `name` points (None if unknown), read from the catalog's own
+    metadata: no query, no Delta snapshot (a tenth of the cost of CREATE TABLE IF NOT EXISTS).
+    A managed table of that name is the user's own: refused, since dropping it deletes it."""
+    state = spark._jsparkSession.sessionState()  # no public API says where a table points
+    catalog, identifier = state.catalog(), state.sqlParser().parseTableIdentifier(f"`{name}`")
+    if not catalog.tableExists(identifier):
+        return None
+    table = catalog.getTableRawMetadata(identifier)
+    if table.tableType().name() != "EXTERNAL":
+        raise GraphError(f"the session catalog has a {table.tableType().name().lower()} "
+                            f"table `{name}` of its own; the pipeline's table of that name "
+                            "cannot be registered over it")
+    return str(table.location())
