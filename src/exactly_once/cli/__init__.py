@@ -3,6 +3,7 @@
     exactly-once broker start|stop|status      a local Apache Kafka broker (KRaft, loopback)
     exactly-once produce FILE                  publish a `kcat -C -J` JSONL file
     exactly-once generate [--events N ...]     publish a synthetic stream with redeliveries
+    exactly-once export-players [--days N ...] write a synthetic daily players export (CSV)
     exactly-once run [--source ...]            one triggered pipeline update into the warehouse
     exactly-once dry-run [--pipelines DIR]     validate the pipeline, reading and writing nothing
     exactly-once graph [--format mermaid|...]  the dataflow graph
@@ -24,6 +25,7 @@ from exactly_once.cli import (
     broker,
     dry_run,
     events,
+    export_players,
     generate,
     graph,
     produce,
@@ -33,7 +35,8 @@ from exactly_once.cli import (
 )
 from exactly_once.errors import ExactlyOnceError
 
-COMMANDS = (broker, produce, generate, run, dry_run, graph, show, events, quality)
+COMMANDS = (broker, produce, generate, export_players, run, dry_run, graph, show, events,
+            quality)
 
 
 def build_parser() -> argparse.ArgumentParser:
