@@ -280,27 +280,43 @@ SNAPSHOT = 'spark.createDataFrame(rows, "Key INT, Value STRING")'
 
 
 @pytest.mark.parametrize("body, message", [
-    ("    return None",
-     "next_snapshot_and_version(None) returned None: there is no first snapshot to apply"),
-    (f"    return {SNAPSHOT}",
-     "next_snapshot_and_version(None) returned a DataFrame; expected (DataFrame, version), or "
-     "None when there is no next snapshot"),
-    (f"    return {SNAPSHOT}, None, 1", "returned a tuple of DataFrame, NoneType, int"),
-    (f"    return {SNAPSHOT}, 1.5",
-     "next_snapshot_and_version(None) gave the version 1.5 (float); a version is an int, a "
-     "str, a date or a datetime"),
-    (f"    return {SNAPSHOT}, 2 if latest_snapshot_version is None else 1",
-     "next_snapshot_and_version(2) gave the version 1, older than the last applied version 2; "
-     "versions must increase strictly"),
-    (f"    return {SNAPSHOT}, 5",
-     "next_snapshot_and_version(5) gave the version 5, equal to the last applied version 5"),
-    ("    rows += [(2, 'c'), (3, 'd'), (3, 'e'), (3, 'f')]\n"
-     f"    return {SNAPSHOT}, 1",
-     "the snapshot at version 1 has the key (Key=3) 3 times (and 1 other key(s) more than "
-     "once); keys must be unique within a snapshot"),
-    ("    rows.append((None, 'c'))\n"
-     f"    return {SNAPSHOT}, 1",
-     "the snapshot at version 1 has 1 row(s) with a NULL key (Key)"),
+    pytest.param(
+        "    return None",
+        "next_snapshot_and_version(None) returned None: there is no first snapshot to apply",
+        id="None on the first call"),
+    pytest.param(
+        f"    return {SNAPSHOT}",
+        "next_snapshot_and_version(None) returned a DataFrame; expected (DataFrame, version), "
+        "or None when there is no next snapshot",
+        id="a DataFrame alone"),
+    pytest.param(
+        f"    return {SNAPSHOT}, None, 1", "returned a tuple of DataFrame, NoneType, int",
+        id="a tuple of three"),
+    pytest.param(
+        f"    return {SNAPSHOT}, 1.5",
+        "next_snapshot_and_version(None) gave the version 1.5 (float); a version is an int, a "
+        "str, a date or a datetime",
+        id="a float version"),
+    pytest.param(
+        f"    return {SNAPSHOT}, 2 if latest_snapshot_version is None else 1",
+        "next_snapshot_and_version(2) gave the version 1, older than the last applied version "
+        "2; versions must increase strictly",
+        id="an older version"),
+    pytest.param(
+        f"    return {SNAPSHOT}, 5",
+        "next_snapshot_and_version(5) gave the version 5, equal to the last applied version 5",
+        id="an equal version"),
+    pytest.param(
+        "    rows += [(2, 'c'), (3, 'd'), (3, 'e'), (3, 'f')]\n"
+        f"    return {SNAPSHOT}, 1",
+        "the snapshot at version 1 has the key (Key=3) 3 times (and 1 other key(s) more than "
+        "once); keys must be unique within a snapshot",
+        id="a key three times"),
+    pytest.param(
+        "    rows.append((None, 'c'))\n"
+        f"    return {SNAPSHOT}, 1",
+        "the snapshot at version 1 has 1 row(s) with a NULL key (Key)",
+        id="a NULL key"),
 ])
 def test_a_broken_contract_is_one_line_naming_the_flow(spark, settings, tmp_path, body,
                                                        message):

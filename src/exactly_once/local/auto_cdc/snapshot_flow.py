@@ -77,6 +77,14 @@ def processing_time() -> datetime:
     return datetime.now(timezone.utc)
 
 
+def table_snapshot(spark: SparkSession, table: str,
+                   resolve: Callable[[str, bool], DataFrame | None]) -> DataFrame:
+    """The table-or-view source read as a batch: a dataset of the pipeline as `resolve` reads
+    it, else a table of the catalog."""
+    snapshot = resolve(table, False)
+    return spark.read.table(table) if snapshot is None else snapshot
+
+
 def one_snapshot(snapshot: DataFrame, version: Any) -> NextSnapshot:
     """The table-or-view form: the table as it is now, once per update, at `version`."""
     given: list[bool] = []

@@ -16,7 +16,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 
-from exactly_once.local.auto_cdc.spec import ColumnLike, _names, _optional_names
+from exactly_once.local.auto_cdc.spec import ColumnLike, _names, _optional_names, checked_scd_type
 
 # `next_snapshot_and_version(latest_version)`: the snapshot after `latest_version` (None before
 # the first) with its version, or None when there is none yet.
@@ -77,16 +77,8 @@ class SnapshotCdcDeclarations:
         if not (isinstance(source, str) and source) and not callable(source):
             raise TypeError("source must be the name of a table or view, or a function "
                             f"next_snapshot_and_version(latest_version); got {source!r}")
-        scd_type = str(stored_as_scd_type)
-        if scd_type not in ("1", "2"):
-            raise ValueError(f"stored_as_scd_type must be 1 or 2, got {stored_as_scd_type!r}")
-        if track_history_column_list is not None and track_history_except_column_list is not None:
-            raise ValueError("give track_history_column_list or track_history_except_column_list, "
-                             "not both")
-        if scd_type == "1" and (track_history_column_list is not None
-                                or track_history_except_column_list is not None):
-            raise ValueError("track_history_column_list / track_history_except_column_list need "
-                             "stored_as_scd_type=2")
+        scd_type = checked_scd_type(stored_as_scd_type, track_history_column_list,
+                                    track_history_except_column_list)
         if not keys:
             raise ValueError("create_auto_cdc_from_snapshot_flow needs at least one key")
         self.register(SnapshotCdcSpec(
@@ -94,7 +86,7 @@ class SnapshotCdcDeclarations:
             target=target,
             source=source,
             keys=_names("keys", keys),
-            stored_as_scd_type=int(scd_type),
+            stored_as_scd_type=scd_type,
             track_history_column_list=_optional_names("track_history_column_list",
                                                       track_history_column_list),
             track_history_except_column_list=_optional_names(

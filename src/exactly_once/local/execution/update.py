@@ -202,11 +202,8 @@ class PipelineUpdate:
         or the function, asked with its reads resolved as this flow's."""
         function = spec.source_function
         if function is None:
-            table = str(spec.source)
-            snapshot = self._resolve(table, streaming=False)
-            if snapshot is None:  # a table of the catalog
-                snapshot = self.spark.read.table(table)
-            return snapshot_flow.one_snapshot(snapshot, self.processing_time)
+            return snapshot_flow.one_snapshot(snapshot_flow.table_snapshot(
+                self.spark, str(spec.source), self._resolve), self.processing_time)
 
         def next_snapshot(latest: Any) -> tuple[DataFrame, Any] | None:
             outer = getattr(self._setup, "flow", None)

@@ -188,10 +188,7 @@ class _Analyzer:
         table read), checked as an update checks it; reading a snapshot's rows is left out."""
         function = spec.source_function
         if function is None:
-            table = str(spec.source)
-            snapshot = self.resolve(table, streaming=False)
-            if snapshot is None:  # a table of the catalog
-                snapshot = self.spark.read.table(table)
+            snapshot = snapshot_flow.table_snapshot(self.spark, str(spec.source), self.resolve)
             version: object = snapshot_flow.processing_time()
         else:
             result = function(None)
