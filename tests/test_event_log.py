@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import re
+from datetime import date
+
+from exactly_once.local.auto_cdc.snapshot_versions import AppliedSnapshot
+from exactly_once.local.observe import event_log
+from exactly_once.local.observe.progress import FlowResult
 from exactly_once.local.storage.warehouse import Warehouse
 
 
@@ -79,3 +85,18 @@ def test_redelivery_counters(spark, quality_run):
     assert totals.duplicates == result.total("duplicates_dropped") > 0
     assert totals.stale == result.total("cdc_stale")
     assert totals.late == result.total("late_rows_dropped")
+
+
+def test_an_event_log_from_before_snapshot_flows_gains_their_column(spark, tmp_path):
+    warehouse = Warehouse(tmp_path / "warehouse")
+    before = re.sub(r",\s*snapshots: ARRAY<STRUCT<[^>]*>>", "", event_log.DDL)
+    assert before != event_log.DDL
+    spark.createDataFrame([], before).write.format("delta").save(
+        str(warehouse.event_log_path()))
+    applied = AppliedSnapshot(0, date(2026, 11, 20), rows=12, inserted=12)
+    event_log.append(spark, warehouse, [FlowResult(
+        flow="players_history", target="players_history", kind="auto_cdc_from_snapshot",
+        snapshots=[applied])], "an-update")
+    (row,) = event_log.read(spark, warehouse).collect()
+    assert [tuple(s) for s in row.details.flow_progress.snapshots] == [
+        ("2026-11-20", 12, 12, 0, 0)]
