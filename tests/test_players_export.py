@@ -47,7 +47,7 @@ def test_each_day_changes_what_a_history_keeps(tmp_path):
 
 
 def test_the_next_export_is_the_first_dated_after_the_latest(tmp_path):
-    write_player_exports(tmp_path, PlayersExportConfig(days=3))
+    write_player_exports(tmp_path, PlayersExportConfig(days=3))  # the sample's two, and one
     (tmp_path / ".players_2026-11-23.csv.tmp").write_text("half an export")  # being written
     (tmp_path / "README.txt").write_text("not an export")
     (tmp_path / "orders_2026-11-21.csv").write_text("another export")

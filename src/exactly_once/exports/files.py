@@ -13,8 +13,10 @@ import os
 import re
 from datetime import date
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pyspark.sql import DataFrame, SparkSession
+if TYPE_CHECKING:  # the generator and the CLI import this module without Spark
+    from pyspark.sql import DataFrame, SparkSession
 
 _EXPORT = re.compile(r"^(?P<name>.+)_(?P<day>\d{4}-\d{2}-\d{2})\.csv$")
 

@@ -32,7 +32,7 @@ _SYLLABLES = ("ka", "ri", "zo", "mel", "tan", "vu", "lin", "dor", "sha", "ne", "
 @dataclass(frozen=True)
 class PlayersExportConfig:
     players: int = 12  # on the first day
-    days: int = 3
+    days: int = 2  # the sample: every kind of change on day two, and little for a test to run
     start: date = date(2026, 11, 20)
     seed: int = 7
     join_rate: float = 0.15  # new players per day, as a share of today's players
