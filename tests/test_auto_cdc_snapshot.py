@@ -19,10 +19,11 @@ import pytest
 from pyspark.sql import functions as F
 
 from exactly_once import cli
-from exactly_once.errors import FlowError, SnapshotError
+from exactly_once.errors import FlowError, GraphError, SnapshotError
 from exactly_once.exports.players import PlayersExportConfig, daily_exports, write_player_exports
 from exactly_once.local.auto_cdc import snapshot_versions
 from exactly_once.local.execution.pipeline import run_pipeline
+from exactly_once.local.graph.loader import load_graph
 from exactly_once.local.observe import event_log
 from exactly_once.local.storage import delta_log
 from exactly_once.local.storage.warehouse import Warehouse
@@ -397,3 +398,42 @@ def test_dry_run_reports_what_an_update_would_fail_on(in_session, settings, tmp_
         f"exactly-once: error: {pipeline.files / 'target.py'}: dataset `target`: AUTO CDC FROM "
         "SNAPSHOT flow `target`: track_history_column_list Tracking not among the snapshot's "
         "non-key columns (its columns: Key, TrackingColumn, NonTrackingColumn)"]
+
+
+# -- the declaration ----------------------------------------------------------------------------
+FLOW_INTO = """
+from pyspark import pipelines as dp
+
+def snapshots(latest):
+    return None
+
+{target}
+dp.create_auto_cdc_from_snapshot_flow(target="target", source={source}, keys=["Key"]{options})
+"""
+
+
+@pytest.mark.parametrize("target, source, options, error", [
+    pytest.param('@dp.materialized_view(name="target")\ndef target():\n    return spark.range(1)\n',
+                 "snapshots", "", "AUTO CDC FROM SNAPSHOT target `target` must be a streaming "
+                 "table (dp.create_streaming_table)", id="into a materialized view"),
+    pytest.param('dp.create_streaming_table("target")\n'
+                 '@dp.append_flow(target="target", name="more")\n'
+                 'def more():\n    return spark.readStream.format("rate").load()\n',
+                 "snapshots", "", "AUTO CDC FROM SNAPSHOT flow `target` must be the only flow "
+                 "into `target`; `more` also write(s) it", id="beside another flow"),
+    pytest.param('dp.create_streaming_table("target")', "42", "",
+                 "source must be the name of a table or view, or a function "
+                 "next_snapshot_and_version(latest_version); got 42", id="a source of no kind"),
+    pytest.param('dp.create_streaming_table("target")', "snapshots",
+                 ', track_history_column_list=["v"]',
+                 "track_history_column_list / track_history_except_column_list need "
+                 "stored_as_scd_type=2", id="history columns of SCD1"),
+    pytest.param('dp.create_streaming_table("target")', "snapshots", ", once=True",
+                 "local AUTO CDC FROM SNAPSHOT does not support once=True", id="once"),
+])
+def test_a_wrong_declaration_fails_the_load(spark, tmp_path, target, source, options, error):
+    (tmp_path / "target.py").write_text(FLOW_INTO.format(target=target, source=source,
+                                                         options=options))
+    with pytest.raises((GraphError, TypeError, ValueError, NotImplementedError)) as failure:
+        load_graph(spark, [tmp_path / "target.py"])
+    assert str(failure.value) == error

@@ -42,9 +42,8 @@ class PipelineGraph(GraphElementRegistry):
         self.auto_cdc_flows.append(spec)
 
     def register_snapshot_spec(self, spec: SnapshotCdcSpec) -> None:
-        """`create_auto_cdc_from_snapshot_flow`, through `dp_extensions` (pyspark has none)."""
-        if any(f.name == spec.name for f in self.all_flows()):
-            raise GraphError(f"flow `{spec.name}` is defined twice")
+        """`create_auto_cdc_from_snapshot_flow`, through `dp_extensions` (pyspark has none);
+        named after its target, so `validate` checks its name with its target."""
         self.snapshot_flows.append(spec)
 
     def register_sql(self, sql_text: str, file_path: Path) -> None:
@@ -105,6 +104,8 @@ class PipelineGraph(GraphElementRegistry):
                 raise GraphError(f"AUTO CDC FROM SNAPSHOT flow `{snapshot.name}` must be the only "
                                  f"flow into `{snapshot.target}`; "
                                  f"{', '.join(f'`{n}`' for n in others)} also write(s) it")
+            if sum(f.name == snapshot.name for f in self.all_flows()) > 1:
+                raise GraphError(f"flow `{snapshot.name}` is defined twice")
         for name in self.outputs:
             if not self.flows_into(name):
                 raise GraphError(f"dataset `{name}` has no flow")
