@@ -29,6 +29,8 @@ TABLES = {  # table -> columns that must match (arrival times naturally differ b
     "player_xp_ledger": ["event_id", "player_id", "xp"],
     "player_xp": ["player_id", "total_xp", "xp_events"],
     "late_events": ["event_id", "reason"],
+    "players_history": ["player_id", "display_name", "country", "tier", "__START_AT",
+                        "__END_AT"],
 }
 EVENT_LOG = "event_log"
 LOCK = f"{PIPELINE_DIR}/lock"

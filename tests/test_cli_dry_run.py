@@ -47,7 +47,7 @@ def test_the_project_s_pipeline_passes_reading_nothing(in_session, capsys):
     code, errors, out = dry_run(PIPELINES_DIR, capsys, "--set",
                                 f"kafka.bootstrap_servers=127.0.0.1:{free_port()}")
     assert (code, errors) == (0, []), errors
-    assert "11 pipeline files, 15 datasets, 16 flows; no problems" in out
+    assert "12 pipeline files, 16 datasets, 17 flows; no problems" in out
     assert "materialized view  player_xp" in out and "AUTO CDC SCD2" in out
     assert "flow quarantine_player_rewards append             reads parsed_player_rewards" in out
 
@@ -229,6 +229,10 @@ def test_graph_of_the_project_as_json(in_session, capsys):
     assert flows["silver_orders"]["reads"] == [{"dataset": "checked_orders", "streaming": True}]
     assert flows["checked_orders"]["reads"] == [{"dataset": "parsed_orders", "streaming": True}]
     assert flows["quarantine_orders"]["target"] == "quarantine"
+    # Reference data from the daily players export: its function, not a dataset, is the source.
+    assert (flows["players_history"]["kind"], flows["players_history"]["reads"],
+            flows["players_history"]["source"]) == (
+        "AUTO CDC FROM SNAPSHOT SCD2", [], "next_players_export()")
 
 
 def test_graph_as_mermaid_and_dot(in_session, tmp_path, capsys):

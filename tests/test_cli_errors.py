@@ -12,6 +12,7 @@ import json
 import socket
 import subprocess
 import sys
+from datetime import date
 
 import pytest
 
@@ -31,8 +32,10 @@ from exactly_once.errors import (
     QualityError,
     RefreshError,
     SettingsError,
+    SnapshotError,
     WarehouseLockedError,
 )
+from exactly_once.local.auto_cdc import snapshot_versions
 from exactly_once.local.engine import session
 from exactly_once.local.execution import pipeline
 from exactly_once.local.execution.refresh import RefreshSelection, plan_refresh
@@ -233,6 +236,18 @@ def test_a_sql_pipeline_file(tmp_path, monkeypatch, no_spark, capsys):
     assert run(tmp_path) == 1
     assert in_process_error_line(capsys) == \
         f"{tmp_path / 'v.sql'}: SQL pipeline files are not supported by the local runtime"
+
+
+@covers(SnapshotError)
+def test_a_snapshot_older_than_the_last_applied(tmp_path, monkeypatch, no_spark, capsys):
+    update_raising(monkeypatch, lambda: snapshot_versions.check_next(
+        "players_history", "next_players_export(datetime.date(2026, 11, 21))",
+        date(2026, 11, 20), date(2026, 11, 21)))
+    assert run(tmp_path) == 1
+    assert in_process_error_line(capsys) == (
+        "AUTO CDC FROM SNAPSHOT flow `players_history`: next_players_export(datetime.date(2026, "
+        "11, 21)) gave the version 2026-11-20, older than the last applied version 2026-11-21; "
+        "versions must increase strictly")
 
 
 @covers(RefreshError)

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import re
+from datetime import date
+
+from exactly_once.local.auto_cdc.snapshot_versions import AppliedSnapshot
+from exactly_once.local.observe import event_log
+from exactly_once.local.observe.progress import FlowResult
 from exactly_once.local.storage.warehouse import Warehouse
 
 
@@ -27,6 +33,19 @@ def test_one_flow_progress_row_per_flow_per_update(spark, quality_run):
     # Append flows: what they wrote is what the table holds after one full-refresh update.
     for table in ("bronze_kafka_events", "silver_orders", "silver_player_rewards", "player_xp"):
         assert output[table] == quality_run.result.table_rows[table]
+
+
+def test_a_snapshot_flow_lists_each_snapshot_it_applied(spark, quality_run):
+    """players_history over the sample players export: per snapshot, by key, what changed."""
+    log = _log(spark, quality_run)
+    rows = spark.sql(f"""
+        SELECT s.version, s.rows, s.rows_inserted, s.rows_updated, s.rows_deleted
+        FROM {log} LATERAL VIEW explode(details.flow_progress.snapshots) x AS s
+        WHERE event_type = 'flow_progress' AND origin.flow_name = 'players_history'
+        """).collect()
+    assert [tuple(r) for r in rows] == [("2026-11-20", 12, 12, 0, 0), ("2026-11-21", 13, 2, 7, 1)]
+    flow = next(f for f in quality_run.result.flows if f.flow == "players_history")
+    assert (flow.batches, flow.input_rows, flow.output_rows) == (2, 25, 22)
 
 
 def test_expectations_in_the_databricks_shape(spark, quality_run):
@@ -65,3 +84,18 @@ def test_redelivery_counters(spark, quality_run):
     assert totals.duplicates == result.total("duplicates_dropped") > 0
     assert totals.stale == result.total("cdc_stale")
     assert totals.late == result.total("late_rows_dropped")
+
+
+def test_an_event_log_from_before_snapshot_flows_gains_their_column(spark, tmp_path):
+    warehouse = Warehouse(tmp_path / "warehouse")
+    before = re.sub(r",\s*snapshots: ARRAY<STRUCT<[^>]*>>", "", event_log.DDL)
+    assert before != event_log.DDL
+    spark.createDataFrame([], before).write.format("delta").save(
+        str(warehouse.event_log_path()))
+    applied = AppliedSnapshot(0, date(2026, 11, 20), rows=12, inserted=12)
+    event_log.append(spark, warehouse, [FlowResult(
+        flow="players_history", target="players_history", kind="auto_cdc_from_snapshot",
+        snapshots=[applied])], "an-update")
+    (row,) = event_log.read(spark, warehouse).collect()
+    assert [tuple(s) for s in row.details.flow_progress.snapshots] == [
+        ("2026-11-20", 12, 12, 0, 0)]

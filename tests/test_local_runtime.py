@@ -11,6 +11,7 @@ import pytest
 from pyspark.pipelines.output import MaterializedView, StreamingTable, TemporaryView
 
 from exactly_once.errors import FlowError, GraphError
+from exactly_once.local.auto_cdc.snapshot_spec import SnapshotCdcSpec
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.execution.pipeline import run_pipeline
 from exactly_once.local.execution.update import PipelineUpdate
@@ -33,7 +34,7 @@ def test_the_project_pipeline_declares_the_medallion_graph(spark, settings):
         "checked_orders": TemporaryView, "checked_player_rewards": TemporaryView,
         "player_xp_ledger": StreamingTable, "xp_grants_in_time": TemporaryView,
         "late_events": StreamingTable, "orders_history": StreamingTable,
-        "xp_grant_arrivals": TemporaryView,
+        "xp_grant_arrivals": TemporaryView, "players_history": StreamingTable,
     }
     assert sorted(f.name for f in graph.flows_into("quarantine")) == [
         "quarantine_orders", "quarantine_player_rewards"]
@@ -41,6 +42,10 @@ def test_the_project_pipeline_declares_the_medallion_graph(spark, settings):
     assert cdc["orders"] == ("silver_orders", ("order_id",))
     assert cdc["player_xp_ledger"] == ("xp_grants_in_time", ("event_id",))
     assert cdc["late_events"] == ("xp_grant_arrivals", ("event_id",))
+    (snapshots,) = graph.snapshot_flows  # reference data from its daily export, not Kafka
+    assert (snapshots.target, snapshots.keys, snapshots.stored_as_scd_type) == (
+        "players_history", ("player_id",), 2)
+    assert snapshots.source_label() == "next_players_export()"
     protected = {t.name for t in graph.tables()
                  if graph.table_properties(t.name).get("pipelines.reset.allowed") == "false"}
     assert protected == {"bronze_kafka_events", "player_xp_ledger", "late_events"}
@@ -70,8 +75,11 @@ def test_each_record_is_parsed_once_and_gold_reads_silver(spark, quality_run):
                 if table.name == "bronze_kafka_events":
                     continue  # reads Kafka, not a dataset
                 scanned.clear()
-                df = resolve(flow.source, True) if isinstance(flow, AutoCdcSpec) \
-                    else flow.func()
+                if isinstance(flow, SnapshotCdcSpec):  # its first snapshot, as an update asks
+                    df = flow.source_function(None)[0]
+                else:
+                    df = resolve(flow.source, True) if isinstance(flow, AutoCdcSpec) \
+                        else flow.func()
                 reads[flow.name] = scanned.copy()
                 with contextlib.redirect_stdout(io.StringIO()) as plan:
                     df.explain(extended=True)
@@ -89,6 +97,7 @@ def test_each_record_is_parsed_once_and_gold_reads_silver(spark, quality_run):
         "player_xp_ledger": {"silver_player_rewards"},
         "late_events": {"silver_player_rewards"},
         "player_xp": {"player_xp_ledger"},
+        "players_history": set(),  # the players export's files
     }
     assert parses == {"parsed_orders", "parsed_player_rewards"}
 

@@ -98,16 +98,35 @@ class TopicSettings:
 
 
 @dataclass(frozen=True)
+class ExportSettings:
+    """A reference table that arrives as whole snapshots, one file a day, not through Kafka
+    (`exports.<name>`): read by an AUTO CDC FROM SNAPSHOT flow, versioned by the file's date."""
+
+    name: str
+    path: str  # the directory of `<name>_<YYYY-MM-DD>.csv` files (on Databricks, a Volume)
+    key: str
+    schema: str  # Spark DDL of the file's columns, in order
+    track_history: tuple[str, ...] = ()  # SCD2: the columns whose change opens a new version
+
+
+@dataclass(frozen=True)
 class Settings:
     source: str
     kafka: KafkaSettings
     topics: Mapping[str, TopicSettings]
+    exports: Mapping[str, ExportSettings] = field(default_factory=dict)
 
     def topic(self, name: str) -> TopicSettings:
         try:
             return self.topics[name]
         except KeyError:
             raise SettingsError(f"{PREFIX}.topics has no topic `{name}`") from None
+
+    def export(self, name: str) -> ExportSettings:
+        try:
+            return self.exports[name]
+        except KeyError:
+            raise SettingsError(f"{PREFIX}.exports has no export `{name}`") from None
 
     def to_conf(self) -> dict[str, str]:
         """Flat string settings, as Spark conf / bundle pipeline configuration carries them."""
@@ -144,6 +163,11 @@ class Settings:
                 f"{p}.max_event_age": t.max_event_age,
                 f"{p}.max_clock_skew": t.max_clock_skew,
             }
+        conf[f"{PREFIX}.exports"] = ",".join(self.exports)
+        for name, e in self.exports.items():
+            p = f"{PREFIX}.exports.{name}"
+            conf |= {f"{p}.path": e.path, f"{p}.key": e.key, f"{p}.schema": e.schema,
+                     f"{p}.track_history": ",".join(e.track_history)}
         return conf
 
     @classmethod
@@ -223,7 +247,14 @@ class Settings:
                 max_event_age=max_age and _interval(f"{p}.max_event_age", max_age),
                 max_clock_skew=skew,
             )
-        return cls(source=check_source(required("source")), kafka=kafka, topics=topics)
+        exports = {}
+        for name in as_list("exports"):
+            p = f"exports.{name}"
+            exports[name] = ExportSettings(
+                name=name, path=required(f"{p}.path"), key=required(f"{p}.key"),
+                schema=required(f"{p}.schema"), track_history=as_list(f"{p}.track_history"))
+        return cls(source=check_source(required("source")), kafka=kafka, topics=topics,
+                   exports=exports)
 
 
 def check_source(source: str) -> str:
@@ -308,22 +339,34 @@ def _flatten_yaml(doc: Mapping[str, Any]) -> dict[str, str]:
     for key, value in (doc.get("kafka") or {}).items():
         flat[f"{PREFIX}.kafka.{key}"] = "" if value is None else str(value).lower() \
             if isinstance(value, bool) else str(value)
-    topics = doc.get("topics") or {}
-    flat[f"{PREFIX}.topics"] = ",".join(topics)
-    for name, topic in topics.items():
-        for key, value in (topic or {}).items():
-            if key == "rules":
-                value = json.dumps(value or {})
-            elif isinstance(value, list):
-                value = ",".join(str(v) for v in value)
-            flat[f"{PREFIX}.topics.{name}.{key}"] = " ".join(str(value).split())
+    for section in ("topics", "exports"):
+        entries = doc.get(section) or {}
+        flat[f"{PREFIX}.{section}"] = ",".join(entries)
+        for name, entry in entries.items():
+            for key, value in (entry or {}).items():
+                if key == "rules":
+                    value = json.dumps(value or {})
+                elif isinstance(value, list):
+                    value = ",".join(str(v) for v in value)
+                flat[f"{PREFIX}.{section}.{name}.{key}"] = " ".join(str(value).split())
     return flat
+
+
+def _exports_from_project_root(flat: dict[str, str], conf_dir: Path) -> dict[str, str]:
+    """A relative export path in conf/ names a directory of the project (conf/'s parent)."""
+    resolved = dict(flat)
+    for key, value in flat.items():
+        if (key.startswith(f"{PREFIX}.exports.") and key.endswith(".path") and value
+                and not os.path.isabs(value) and "://" not in value):
+            resolved[key] = str((conf_dir.parent / value).resolve())
+    return resolved
 
 
 def load_settings(target: str = "local", conf_dir: Path = CONF_DIR,
                   overrides: Mapping[str, str] | None = None) -> Settings:
     """Settings for a target from conf/base.yml + conf/targets/<target>.yml (+ flat overrides)."""
-    flat = _flatten_yaml(_target_document(target, conf_dir)) | dict(overrides or {})
+    flat = _exports_from_project_root(_flatten_yaml(_target_document(target, conf_dir)),
+                                      conf_dir) | dict(overrides or {})
     return Settings.from_conf(flat.get)
 
 

@@ -74,6 +74,12 @@ class SourceUnavailableError(FlowError):
     """A flow's source, the Kafka broker, stopped answering; the message names the broker."""
 
 
+class SnapshotError(FlowError):
+    """An AUTO CDC FROM SNAPSHOT flow's source broke its contract (versions out of order, a key
+    twice in a snapshot, no first snapshot, a return value of the wrong shape); the message
+    names the flow."""
+
+
 class DataLossError(FlowError):
     """Kafka no longer has records the pipeline had not read (retention, a deleted topic); the
     message names the topic, partitions and offsets."""

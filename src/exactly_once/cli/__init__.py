@@ -4,6 +4,7 @@
     exactly-once cluster start|stop|status     a local Spark standalone cluster (2 workers)
     exactly-once produce FILE                  publish a `kcat -C -J` JSONL file
     exactly-once generate [--events N ...]     publish a synthetic stream with redeliveries
+    exactly-once export-players [--days N ...] write a synthetic daily players export (CSV)
     exactly-once run [--source ...]            one triggered pipeline update into the warehouse
                      [--master spark://...]    ... on a Spark cluster, [--warehouse s3a://...]
     exactly-once dry-run [--pipelines DIR]     validate the pipeline, reading and writing nothing
@@ -27,6 +28,7 @@ from exactly_once.cli import (
     cluster,
     dry_run,
     events,
+    export_players,
     generate,
     graph,
     produce,
@@ -36,7 +38,8 @@ from exactly_once.cli import (
 )
 from exactly_once.errors import ExactlyOnceError
 
-COMMANDS = (broker, cluster, produce, generate, run, dry_run, graph, show, events, quality)
+COMMANDS = (broker, cluster, produce, generate, export_players, run, dry_run, graph, show,
+            events, quality)
 
 
 def build_parser() -> argparse.ArgumentParser:

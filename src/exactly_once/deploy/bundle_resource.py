@@ -29,15 +29,21 @@ BUNDLE_FILE = PROJECT_ROOT / "databricks.yml"
 TARGET_ONLY_VARIABLES = ("catalog", "schema")
 
 
-def bundle_variables(topics: list[str]) -> dict[str, str]:
-    """Pipeline setting -> the bundle variable that carries it."""
+def bundle_variables(conf: dict[str, str]) -> dict[str, str]:
+    """Pipeline setting -> the bundle variable that carries it, for the settings `conf`."""
     variables = {
         f"{PREFIX}.kafka.bootstrap_servers": "kafka_bootstrap_servers",
         f"{PREFIX}.kafka.secret_scope": "kafka_secret_scope",
     }
-    for topic in topics:
+    for topic in _names(conf, "topics"):
         variables[f"{PREFIX}.topics.{topic}.watermark_delay"] = f"{topic}_watermark_delay"
+    for export in _names(conf, "exports"):  # where the export lands: a Volume per target
+        variables[f"{PREFIX}.exports.{export}.path"] = f"{export}_export_path"
     return variables
+
+
+def _names(conf: dict[str, str], section: str) -> list[str]:
+    return [n for n in conf.get(f"{PREFIX}.{section}", "").split(",") if n]
 
 
 def pipeline_configuration(targets: tuple[str, ...] = DEPLOY_TARGETS,
@@ -49,7 +55,7 @@ def pipeline_configuration(targets: tuple[str, ...] = DEPLOY_TARGETS,
         if conf.keys() != first.keys():
             raise SettingsError(f"targets {targets[0]} and {target} define different settings: "
                                 f"{sorted(conf.keys() ^ first.keys())}")
-    variables = bundle_variables(first[f"{PREFIX}.topics"].split(","))
+    variables = bundle_variables(first)
     configuration = {}
     for key, value in first.items():
         if key in variables:
@@ -66,7 +72,7 @@ def pipeline_configuration(targets: tuple[str, ...] = DEPLOY_TARGETS,
 def target_variables(target: str, conf_dir: Path = CONF_DIR) -> dict[str, str]:
     """The values databricks.yml must give the pipeline variables in `target`."""
     conf = load_settings(target, conf_dir).to_conf()
-    variables = bundle_variables(conf[f"{PREFIX}.topics"].split(","))
+    variables = bundle_variables(conf)
     return {name: conf[key] for key, name in variables.items()}
 
 

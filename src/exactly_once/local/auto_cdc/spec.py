@@ -78,6 +78,24 @@ def _optional_names(arg: str, columns: list[ColumnLike] | None) -> tuple[str, ..
     return None if columns is None else _names(arg, columns)
 
 
+def checked_scd_type(stored_as_scd_type: int | str,
+                     track_history_column_list: list[Any] | None,
+                     track_history_except_column_list: list[Any] | None) -> int:
+    """`stored_as_scd_type` as 1 or 2, checked with the history column lists that go with it
+    (both AUTO CDC declarations take them)."""
+    scd_type = str(stored_as_scd_type)
+    if scd_type not in ("1", "2"):
+        raise ValueError(f"stored_as_scd_type must be 1 or 2, got {stored_as_scd_type!r}")
+    if track_history_column_list is not None and track_history_except_column_list is not None:
+        raise ValueError("give track_history_column_list or track_history_except_column_list, "
+                         "not both")
+    if scd_type == "1" and (track_history_column_list is not None
+                            or track_history_except_column_list is not None):
+        raise ValueError("track_history_column_list / track_history_except_column_list need "
+                         "stored_as_scd_type=2")
+    return int(scd_type)
+
+
 @dataclass(frozen=True)
 class AutoCdcDeclarations:
     """Databricks' `dp.create_auto_cdc_flow`, bound to the graph the pipeline files fill.
@@ -107,18 +125,10 @@ class AutoCdcDeclarations:
     ) -> None:
         if once:
             raise NotImplementedError("local AUTO CDC does not support once=True")
-        scd_type = str(stored_as_scd_type)
-        if scd_type not in ("1", "2"):
-            raise ValueError(f"stored_as_scd_type must be 1 or 2, got {stored_as_scd_type!r}")
+        scd_type = str(checked_scd_type(stored_as_scd_type, track_history_column_list,
+                                        track_history_except_column_list))
         if column_list is not None and except_column_list is not None:
             raise ValueError("give column_list or except_column_list, not both")
-        if track_history_column_list is not None and track_history_except_column_list is not None:
-            raise ValueError("give track_history_column_list or track_history_except_column_list, "
-                             "not both")
-        if scd_type == "1" and (track_history_column_list is not None
-                                or track_history_except_column_list is not None):
-            raise ValueError("track_history_column_list / track_history_except_column_list need "
-                             "stored_as_scd_type=2")
         if scd_type == "2" and apply_as_truncates is not None:
             raise ValueError("apply_as_truncates is supported for SCD type 1 only")
         if not keys:

@@ -1,4 +1,5 @@
-"""Executes one flow on classic Spark + Delta: streaming append, materialized view, AUTO CDC.
+"""Executes one flow on classic Spark + Delta: streaming append, materialized view, AUTO CDC,
+AUTO CDC FROM SNAPSHOT.
 
 Streaming flows run with `trigger(availableNow=True)` through `foreachBatch` (streams.py):
 everything available, then stop, and the checkpoint remembers where they stopped, so the next
@@ -14,6 +15,9 @@ from pyspark.sql import DataFrame, SparkSession
 from exactly_once.errors import FlowError
 from exactly_once.local.auto_cdc.changes import CdcBatchStats
 from exactly_once.local.auto_cdc.commits import BatchWrite
+from exactly_once.local.auto_cdc.snapshot_flow import run_snapshots
+from exactly_once.local.auto_cdc.snapshot_spec import NextSnapshot, SnapshotCdcSpec
+from exactly_once.local.auto_cdc.snapshot_versions import AppliedSnapshot
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.auto_cdc.writer import scd_type_of
 from exactly_once.local.execution.streams import flow_error, run_available_now
@@ -103,4 +107,34 @@ def run_auto_cdc_flow(spark: SparkSession, spec: AutoCdcSpec, source: DataFrame,
     totals = sum(applied, CdcBatchStats())
     result.output_rows = totals.upserts + totals.deletes
     result.cdc_rejected, result.cdc_stale = totals.rejected, totals.stale
+    return result
+
+
+def run_snapshot_cdc_flow(spark: SparkSession, spec: SnapshotCdcSpec, next_snapshot: NextSnapshot,
+                          warehouse: Warehouse, progress: Progress,
+                          timeline: Timeline) -> FlowResult:
+    """Apply the snapshots `next_snapshot` gives after the last one applied (auto_cdc/
+    snapshot_flow.py), each a batch of the flow; rows out are the keys they changed."""
+    result = FlowResult(flow=spec.name, target=spec.target, kind="auto_cdc_from_snapshot")
+
+    def applied(snapshot: AppliedSnapshot) -> None:
+        result.snapshots.append(snapshot)
+        progress.snapshot(spec.name, snapshot)
+
+    def step(name: str, ordinal: int) -> AbstractContextManager[None]:
+        return timeline.span(spec.name, name, ordinal)
+
+    # Its Spark jobs described by the flow's name, as a streaming query's are (the timeline
+    # counts them by it); a thread-local property: flows run in threads of their own.
+    context = spark.sparkContext
+    described = context.getLocalProperty("spark.job.description")
+    context.setJobDescription(spec.name)
+    try:
+        with timeline.span(spec.name, "flow"):
+            run_snapshots(spark, spec, next_snapshot, warehouse, applied, step)
+    finally:
+        context.setJobDescription(described)  # type: ignore[arg-type]
+    result.batches = len(result.snapshots)
+    result.input_rows = sum(s.rows for s in result.snapshots)
+    result.output_rows = sum(s.changed for s in result.snapshots)
     return result

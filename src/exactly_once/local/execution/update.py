@@ -17,11 +17,14 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from functools import partial
+from typing import Any
 
 from pyspark.pipelines.flow import Flow
 from pyspark.sql import DataFrame, SparkSession
 
 from exactly_once.errors import ExactlyOnceError, GraphError
+from exactly_once.local.auto_cdc import snapshot_flow
+from exactly_once.local.auto_cdc.snapshot_spec import NextSnapshot, SnapshotCdcSpec
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.execution import flows
 from exactly_once.local.execution.refresh import RefreshSelection, plan_refresh
@@ -34,9 +37,10 @@ from exactly_once.local.observe.progress import FlowResult, Progress, UpdateResu
 from exactly_once.local.observe.timeline import UPDATE, WAIT_FOR_UPSTREAM, Timeline
 from exactly_once.local.storage.warehouse import Warehouse
 
-# A flow bound to its session and target, given its query, the warehouse, the progress and the
-# timeline.
-FlowRunner = Callable[[DataFrame, Warehouse, Progress, Timeline], FlowResult]
+# A flow bound to its session and target, given its query (a DataFrame; for a snapshot flow,
+# its NextSnapshot), the warehouse, the progress and the timeline.
+FlowRunner = Callable[[Any, Warehouse, Progress, Timeline], FlowResult]
+Query = DataFrame | NextSnapshot
 
 
 @dataclass
@@ -57,6 +61,8 @@ class PipelineUpdate:
         self.progress = progress or Progress(quiet=True)
         self.timeline = timeline or Timeline()
         self.update_id = event_log.new_update_id()
+        # The version of a snapshot taken of a table or view in this update (Databricks' rule).
+        self.processing_time = snapshot_flow.processing_time()
         self.result = UpdateResult(update_id=self.update_id, timeline=self.timeline)
         self._lock = threading.Lock()
         self._tables: dict[str, Future[None]] = {}  # table -> done when it is up to date
@@ -168,17 +174,21 @@ class PipelineUpdate:
         reader = self.spark.readStream if streaming else self.spark.read
         return reader.format("delta").load(str(self.warehouse.table_path(name).resolve()))
 
-    def _build(self, flow: Flow | AutoCdcSpec) -> tuple[DataFrame, _FlowSetup]:
+    def _build(self, flow: Flow | AutoCdcSpec | SnapshotCdcSpec) -> tuple[Query, _FlowSetup]:
         """The flow's query, with upstream tables brought up to date on the way."""
         setup = _FlowSetup(table=flow.target, flow=flow.name)
         outer = getattr(self._setup, "flow", None)
         self._setup.flow = setup
+        df: Query
         try:
-            if isinstance(flow, AutoCdcSpec):
-                df = self._resolve(flow.source, streaming=True)
-                if df is None:
+            if isinstance(flow, SnapshotCdcSpec):
+                df = self._snapshots(flow, setup)
+            elif isinstance(flow, AutoCdcSpec):
+                changes = self._resolve(flow.source, streaming=True)
+                if changes is None:
                     raise GraphError(f"AUTO CDC flow `{flow.name}` reads `{flow.source}`, "
                                      "which the pipeline does not define")
+                df = changes
             else:
                 df, own = apply_expectations(flow.func(), declared(flow.func), flow.target)
                 if own is not None:
@@ -187,8 +197,29 @@ class PipelineUpdate:
             self._setup.flow = outer
         return df, setup
 
-    def _runner(self, flow: Flow | AutoCdcSpec) -> tuple[str, FlowRunner]:
+    def _snapshots(self, spec: SnapshotCdcSpec, setup: _FlowSetup) -> NextSnapshot:
+        """A snapshot flow's source: the table or view once, at this update's processing time,
+        or the function, asked with its reads resolved as this flow's."""
+        function = spec.source_function
+        if function is None:
+            return snapshot_flow.one_snapshot(snapshot_flow.table_snapshot(
+                self.spark, str(spec.source), self._resolve), self.processing_time)
+
+        def next_snapshot(latest: Any) -> tuple[DataFrame, Any] | None:
+            outer = getattr(self._setup, "flow", None)
+            self._setup.flow = setup
+            try:
+                return function(latest)
+            finally:
+                self._setup.flow = outer
+
+        return next_snapshot
+
+    def _runner(self, flow: Flow | AutoCdcSpec | SnapshotCdcSpec) -> tuple[str, FlowRunner]:
         """The flow's kind and the function that runs it, decided once."""
+        if isinstance(flow, SnapshotCdcSpec):
+            return "auto_cdc_from_snapshot", partial(flows.run_snapshot_cdc_flow, self.spark,
+                                                     flow)
         if isinstance(flow, AutoCdcSpec):
             return "auto_cdc", partial(flows.run_auto_cdc_flow, self.spark, flow)
         if self.graph.is_materialized_view(flow.target):
@@ -196,7 +227,7 @@ class PipelineUpdate:
                                                 flow.name, flow.target)
         return "append", partial(flows.run_append_flow, self.spark, flow.name, flow.target)
 
-    def _run_flow(self, flow: Flow | AutoCdcSpec) -> None:
+    def _run_flow(self, flow: Flow | AutoCdcSpec | SnapshotCdcSpec) -> None:
         kind, run = self._runner(flow)
         started = self.timeline.now()
         with self.timeline.span(flow.name, "build query"):

@@ -53,9 +53,10 @@ class DatasetNode:
 class FlowNode:
     name: str
     target: str
-    kind: str  # append | AUTO CDC SCD1 | AUTO CDC SCD2 | materialized view
+    kind: str  # append | AUTO CDC SCD1/2 | AUTO CDC FROM SNAPSHOT SCD1/2 | materialized view
     reads: tuple[Read, ...]
     file: str
+    source: str = ""  # a source outside the pipeline it names: a snapshot flow's function
 
 
 @dataclass
@@ -92,7 +93,8 @@ class Dataflow:
                 arrow = "-->" if r.streaming else "-.->"
                 lines.append(f"  {r.dataset} {arrow}|{label}| {f.target}")
             if not f.reads:
-                lines.append(f"  {f.name}_source((source)) -->|{label}| {f.target}")
+                source = f'("{f.source}")' if f.source else "(source)"
+                lines.append(f"  {f.name}_source({source}) -->|{label}| {f.target}")
         return "\n".join(lines)
 
     def dot(self) -> str:
@@ -117,5 +119,5 @@ class Dataflow:
 
 def _reads(flow: FlowNode) -> str:
     if not flow.reads:
-        return "(a source outside the pipeline)"
+        return f"snapshots of {flow.source}" if flow.source else "(a source outside the pipeline)"
     return ", ".join(r.dataset + ("" if r.streaming else " (batch)") for r in flow.reads)

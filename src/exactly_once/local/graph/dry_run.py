@@ -29,6 +29,9 @@ from pyspark.sql.types import BooleanType, StructType
 
 from exactly_once.config import Settings
 from exactly_once.errors import GraphError
+from exactly_once.local.auto_cdc import snapshot_flow, snapshot_versions
+from exactly_once.local.auto_cdc.snapshot_apply import target_schema
+from exactly_once.local.auto_cdc.snapshot_spec import SnapshotCdcSpec
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.auto_cdc.writer import scd_type_of
 from exactly_once.local.graph import dp_extensions
@@ -129,13 +132,15 @@ class _Analyzer:
             raise GraphError(f"dataset `{name}` has no flow")
         return schema
 
-    def query(self, flow: Flow | AutoCdcSpec) -> DataFrame:
+    def query(self, flow: Flow | AutoCdcSpec | SnapshotCdcSpec) -> DataFrame:
         """The flow's query, analyzed, with the reads it makes recorded."""
         self.reads.setdefault(flow.name, [])
         self.reading.append(flow.name)
         try:
             if isinstance(flow, AutoCdcSpec):
                 return self._auto_cdc(flow)
+            if isinstance(flow, SnapshotCdcSpec):
+                return self._snapshot_cdc(flow)
             df = flow.func()
             for e in declared(flow.func):
                 _check_expectation(df, e)
@@ -177,6 +182,26 @@ class _Analyzer:
             if column is not None:
                 _analyze_expression(spec, source, arg, column)
         return self.spark.createDataFrame([], scd_type_of(spec).target_schema(spec, source))
+
+    def _snapshot_cdc(self, spec: SnapshotCdcSpec) -> DataFrame:
+        """The first snapshot's query (the function asked as before a first update, or the
+        table read), checked as an update checks it; reading a snapshot's rows is left out."""
+        function = spec.source_function
+        if function is None:
+            snapshot = snapshot_flow.table_snapshot(self.spark, str(spec.source), self.resolve)
+            version: object = snapshot_flow.processing_time()
+        else:
+            result = function(None)
+            if result is None:
+                raise GraphError(f"AUTO CDC FROM SNAPSHOT flow `{spec.name}`: "
+                                 f"{snapshot_flow.asked(spec, None)} returned None: there is no "
+                                 "first snapshot, and an update would fail")
+            snapshot, version = snapshot_flow.check_shape(spec, None, result)
+            snapshot_versions.check_next(spec.name, snapshot_flow.asked(spec, None), version,
+                                         None)
+        snapshot_flow.check_columns(spec, snapshot.columns)
+        return self.spark.createDataFrame([], target_schema(
+            snapshot.schema, spec.stored_as_scd_type, snapshot_versions.spark_type(version)))
 
     # -- reads inside a flow's query ---------------------------------------------------------------
     def resolve(self, name: str, streaming: bool) -> DataFrame | None:
@@ -236,9 +261,11 @@ def _declared_names(graph: PipelineGraph) -> set[str]:
 
 def _dataflow(graph: PipelineGraph, reads: dict[str, list[Read]],
               declared_in: dict[str, str]) -> Dataflow:
-    def flow_kind(flow: Flow | AutoCdcSpec) -> str:
+    def flow_kind(flow: Flow | AutoCdcSpec | SnapshotCdcSpec) -> str:
         if isinstance(flow, AutoCdcSpec):
             return auto_cdc_kind(flow)
+        if isinstance(flow, SnapshotCdcSpec):
+            return flow.kind()
         if graph.is_materialized_view(flow.target):
             return MATERIALIZED_VIEW
         return VIEW if graph.is_view(flow.target) else APPEND
@@ -247,9 +274,18 @@ def _dataflow(graph: PipelineGraph, reads: dict[str, list[Read]],
         datasets=[DatasetNode(name, dataset_kind(output), declared_in.get(name, "?"))
                   for name, output in graph.outputs.items()],
         flows=[FlowNode(f.name, f.target, flow_kind(f),
-                        tuple(dict.fromkeys(reads.get(f.name, []))), declared_in.get(f.name, "?"))
+                        tuple(dict.fromkeys(reads.get(f.name, []))), declared_in.get(f.name, "?"),
+                        _outside_source(f))
                for name in graph.outputs for f in graph.flows_into(name)],
     )
+
+
+def _outside_source(flow: Flow | AutoCdcSpec | SnapshotCdcSpec) -> str:
+    """What a flow reads from outside the pipeline, when a graph can name it: the function of
+    a snapshot flow."""
+    if isinstance(flow, SnapshotCdcSpec) and flow.source_table is None:
+        return flow.source_label()
+    return ""
 
 
 def _empty(spark: SparkSession, schema: StructType, streaming: bool) -> DataFrame:

@@ -10,6 +10,7 @@ from pyspark.pipelines.graph_element_registry import GraphElementRegistry
 from pyspark.pipelines.output import MaterializedView, Output, StreamingTable, Table, TemporaryView
 
 from exactly_once.errors import GraphError
+from exactly_once.local.auto_cdc.snapshot_spec import SnapshotCdcSpec
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.table_properties import TOMBSTONE_GC_NEVER_SECONDS, tombstone_gc_seconds
 
@@ -19,6 +20,7 @@ class PipelineGraph(GraphElementRegistry):
     outputs: dict[str, Output] = field(default_factory=dict)
     flows: list[Flow] = field(default_factory=list)
     auto_cdc_flows: list[AutoCdcSpec] = field(default_factory=list)
+    snapshot_flows: list[SnapshotCdcSpec] = field(default_factory=list)
 
     def register_output(self, output: Output) -> None:
         if output.name in self.outputs:
@@ -39,6 +41,11 @@ class PipelineGraph(GraphElementRegistry):
     def register_auto_cdc_spec(self, spec: AutoCdcSpec) -> None:
         self.auto_cdc_flows.append(spec)
 
+    def register_snapshot_spec(self, spec: SnapshotCdcSpec) -> None:
+        """`create_auto_cdc_from_snapshot_flow`, through `dp_extensions` (pyspark has none);
+        named after its target, so `validate` checks its name with its target."""
+        self.snapshot_flows.append(spec)
+
     def register_sql(self, sql_text: str, file_path: Path) -> None:
         raise GraphError(f"{file_path}: SQL pipeline files are not supported by the local runtime")
 
@@ -55,10 +62,10 @@ class PipelineGraph(GraphElementRegistry):
     def table_properties(self, name: str) -> dict[str, str]:
         return dict(getattr(self.outputs.get(name), "table_properties", None) or {})
 
-    def all_flows(self) -> list[Flow | AutoCdcSpec]:
-        return [*self.flows, *self.auto_cdc_flows]
+    def all_flows(self) -> list[Flow | AutoCdcSpec | SnapshotCdcSpec]:
+        return [*self.flows, *self.auto_cdc_flows, *self.snapshot_flows]
 
-    def flows_into(self, name: str) -> list[Flow | AutoCdcSpec]:
+    def flows_into(self, name: str) -> list[Flow | AutoCdcSpec | SnapshotCdcSpec]:
         return [f for f in self.all_flows() if f.target == name]
 
     def view_flow(self, name: str) -> Flow:
@@ -76,6 +83,8 @@ class PipelineGraph(GraphElementRegistry):
         """
         self.auto_cdc_flows = [replace(spec, target_properties=self.table_properties(spec.target))
                                for spec in self.auto_cdc_flows]
+        self.snapshot_flows = [replace(spec, target_properties=self.table_properties(spec.target))
+                               for spec in self.snapshot_flows]
         self.validate()
 
     def validate(self) -> None:
@@ -86,6 +95,17 @@ class PipelineGraph(GraphElementRegistry):
         for spec in self.auto_cdc_flows:
             if not isinstance(self.outputs[spec.target], StreamingTable):
                 raise GraphError(f"AUTO CDC target `{spec.target}` must be a streaming table")
+        for snapshot in self.snapshot_flows:
+            if not isinstance(self.outputs[snapshot.target], StreamingTable):
+                raise GraphError(f"AUTO CDC FROM SNAPSHOT target `{snapshot.target}` must be a "
+                                 "streaming table (dp.create_streaming_table)")
+            others = [f.name for f in self.flows_into(snapshot.target) if f is not snapshot]
+            if others:
+                raise GraphError(f"AUTO CDC FROM SNAPSHOT flow `{snapshot.name}` must be the only "
+                                 f"flow into `{snapshot.target}`; "
+                                 f"{', '.join(f'`{n}`' for n in others)} also write(s) it")
+            if sum(f.name == snapshot.name for f in self.all_flows()) > 1:
+                raise GraphError(f"flow `{snapshot.name}` is defined twice")
         for name in self.outputs:
             if not self.flows_into(name):
                 raise GraphError(f"dataset `{name}` has no flow")

@@ -11,8 +11,10 @@ Databricks stores `details` as a JSON string (queried with `details:flow_progres
 it is a STRUCT (queried with dots). The redelivery counters this project cares about are extra
 fields of `details.flow_progress.metrics`: `num_duplicates_dropped` (silver watermark dedup),
 `num_stale_updates_ignored` (AUTO CDC changes older than the stored state) and `num_late_events`
-(rows behind the watermark). The table lives at `<warehouse>/event_log` and survives
-`--full-refresh`, like the Databricks event log.
+(rows behind the watermark). An AUTO CDC FROM SNAPSHOT flow also lists each snapshot it applied
+in `details.flow_progress.snapshots`: its version, its rows, and the keys it inserted, updated
+and deleted. The table lives at `<warehouse>/event_log` and survives `--full-refresh`, like the
+Databricks event log.
 
 Next to them, one `flow_timeline` row per flow per update (and one with no flow for the
 update's own work) holds where its seconds went: `details.flow_timeline.spans`, the phases of
@@ -23,7 +25,8 @@ phases inside them) and, when the update was profiled, the Spark jobs each ran:
     FROM delta.`<warehouse>/event_log` LATERAL VIEW explode(details.flow_timeline.spans) x AS s
     WHERE event_type = 'flow_timeline' GROUP BY 1, 2 ORDER BY seconds DESC
 
-An event log written before the timeline existed gains the column on the first append.
+An event log written before the timeline (or the snapshots) existed gains the column on the
+first append.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from datetime import datetime, timezone
 
 from pyspark.sql import DataFrame, SparkSession
 
+from exactly_once.local.auto_cdc.snapshot_versions import shown
 from exactly_once.local.observe.progress import FlowResult
 from exactly_once.local.observe.timeline import Span, Timeline
 from exactly_once.local.storage import delta_log
@@ -55,7 +59,9 @@ DDL = """
         data_quality: STRUCT<dropped_records: BIGINT,
                              expectations: ARRAY<STRUCT<name: STRING, dataset: STRING,
                                                         passed_records: BIGINT,
-                                                        failed_records: BIGINT>>>>,
+                                                        failed_records: BIGINT>>>,
+        snapshots: ARRAY<STRUCT<version: STRING, rows: BIGINT, rows_inserted: BIGINT,
+                                rows_updated: BIGINT, rows_deleted: BIGINT>>>,
         flow_timeline: STRUCT<spans: ARRAY<STRUCT<
             phase: STRING, batch_id: BIGINT, detail: STRING, start_seconds: DOUBLE,
             duration_seconds: DOUBLE, self_seconds: DOUBLE, spark_jobs: BIGINT,
@@ -80,6 +86,8 @@ def flow_progress_row(result: FlowResult, update_id: str, sequence: int,
     metrics = (result.output_rows, result.input_rows, result.batches, result.duplicates_dropped,
                result.cdc_stale, result.late_rows_dropped, result.cdc_rejected,
                round(result.seconds, 3))
+    snapshots = [(shown(s.version), s.rows, s.inserted, s.updated, s.deleted)
+                 for s in result.snapshots] or None
     failed = result.status == "FAILED"
     message = (f"Flow '{result.flow}' has FAILED." if failed
                else f"Flow '{result.flow}' has COMPLETED.")
@@ -88,7 +96,7 @@ def flow_progress_row(result: FlowResult, update_id: str, sequence: int,
         (PIPELINE_NAME, pipeline_id, update_id, result.flow, result.target),
         datetime.now(timezone.utc), "ERROR" if failed else "METRICS", "flow_progress", message,
         (result.error,) if failed else None,
-        ((result.status, metrics, data_quality), None),
+        ((result.status, metrics, data_quality, snapshots), None),
     )
 
 

@@ -74,6 +74,9 @@ def _progress(progress: Any, row: Any) -> str:
              "stale updates ignored": m.num_stale_updates_ignored,
              "late": m.num_late_events, "CDC rejected": m.num_cdc_rejected}
     parts += [f"{value:,} {name}" for name, value in extra.items() if value]
+    snapshots = getattr(progress, "snapshots", None) or []  # absent from older event logs
+    parts += [f"snapshot {s.version}: {s.rows_inserted:,} inserted, {s.rows_updated:,} updated, "
+              f"{s.rows_deleted:,} deleted" for s in snapshots]
     quality = progress.data_quality
     if quality is not None:
         failed = sum(e.failed_records or 0 for e in quality.expectations or [])

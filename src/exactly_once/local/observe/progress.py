@@ -6,6 +6,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import TextIO
 
+from exactly_once.local.auto_cdc.snapshot_versions import AppliedSnapshot, shown
 from exactly_once.local.graph.expectations import ExpectationMetric
 from exactly_once.local.observe.timeline import Timeline
 
@@ -14,7 +15,7 @@ from exactly_once.local.observe.timeline import Timeline
 class FlowResult:
     flow: str
     target: str
-    kind: str  # append | materialized_view | auto_cdc
+    kind: str  # append | materialized_view | auto_cdc | auto_cdc_from_snapshot
     batches: int = 0
     input_rows: int = 0
     output_rows: int = 0
@@ -29,6 +30,8 @@ class FlowResult:
     observed: dict[str, dict[str, int]] = field(default_factory=dict)
     expectations: list[ExpectationMetric] = field(default_factory=list)
     dropped_records: int | None = None  # None: the flow has no expectations
+    # AUTO CDC FROM SNAPSHOT: each snapshot applied, with the keys it inserted, updated, deleted.
+    snapshots: list[AppliedSnapshot] = field(default_factory=list)
 
     def add_streaming_progress(self, progress: dict) -> None:
         for name, values in (progress.get("observedMetrics") or {}).items():
@@ -78,6 +81,11 @@ class Progress:
 
     def batch(self, flow: str, batch_id: int, rows: int) -> None:
         self._print(f"    {flow} batch {batch_id}: {rows:,} rows")
+
+    def snapshot(self, flow: str, applied: AppliedSnapshot) -> None:
+        self._print(f"    {flow} snapshot {shown(applied.version)}: {applied.rows:,} rows, "
+                    f"{applied.inserted:,} inserted, {applied.updated:,} updated, "
+                    f"{applied.deleted:,} deleted")
 
     def flow_finished(self, result: FlowResult) -> None:
         extra = ""

@@ -1,0 +1,109 @@
+"""A snapshot's changes (snapshot_diff.py) written to the target: one Delta MERGE, SCD1 or SCD2.
+
+SCD1: the target holds the snapshot's rows; inserted keys are inserted, updated keys take the
+snapshot's columns, deleted keys are deleted.
+
+SCD2: the target holds the snapshot's columns plus `__START_AT` / `__END_AT`, typed like the
+version. A new key opens a version at the snapshot's version; a change of a tracked column closes
+the current version (`__END_AT` = the snapshot's version) and opens a new one; a change of
+untracked columns only updates the current version in place; a deleted key's current version is
+closed. The MERGE matches on the keys and `__START_AT`.
+
+The MERGE is computed from the target's current rows, so applying a snapshot the target already
+reflects changes nothing: after a crash between the MERGE and the version log's record, the
+snapshot asked for again finds no change, and is recorded. These functions build the MERGE;
+the caller executes it (with its commit marker, `idempotent.merge`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from delta.tables import DeltaMergeBuilder, DeltaTable
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import DataType, StructField, StructType
+
+from exactly_once.local.auto_cdc.scd2 import END_AT, START_AT
+from exactly_once.local.auto_cdc.snapshot_diff import (
+    CHANGE,
+    DELETE,
+    INSERT,
+    TARGET,
+    TRACKED_CHANGE,
+    UPDATE,
+)
+
+OP = "__op"  # SCD2: open (insert a version) | close (end the current one) | update (in place)
+
+
+def target_schema(snapshot: StructType, scd_type: int, version_type: DataType) -> StructType:
+    """The target's columns: the snapshot's, then (SCD2) `__START_AT` and `__END_AT`."""
+    fields = [StructField(f.name, f.dataType, True) for f in snapshot.fields]
+    if scd_type == 2:
+        fields += [StructField(START_AT, version_type, True), StructField(END_AT, version_type,
+                                                                          True)]
+    return StructType(fields)
+
+
+def snapshot_part(target: StructType) -> StructType:
+    """The target's columns a snapshot has (all but `__START_AT` / `__END_AT`)."""
+    return StructType([f for f in target.fields if f.name not in (START_AT, END_AT)])
+
+
+def current_rows(target: DataFrame, scd_type: int) -> DataFrame:
+    """The rows a snapshot is compared with: the target (SCD1), or its current versions."""
+    if scd_type == 1:
+        return target
+    return target.where(F.col(END_AT).isNull()).drop(END_AT)
+
+
+def merge_scd1(spark: SparkSession, target_path: str, changes: DataFrame, keys: Sequence[str],
+               data: Sequence[str]) -> DeltaMergeBuilder:
+    columns: dict[str, str | Column] = {f"`{c}`": f"s.`{c}`" for c in [*keys, *data]}
+    merge = (DeltaTable.forPath(spark, target_path).alias("t")
+             .merge(changes.alias("s"), _match(keys))
+             .whenMatchedDelete(condition=f"s.{CHANGE} = '{DELETE}'"))
+    if data:  # a snapshot of keys alone has nothing to update
+        merge = merge.whenMatchedUpdate(condition=f"s.{CHANGE} = '{UPDATE}'",
+                                        set={f"`{c}`": f"s.`{c}`" for c in data})
+    return merge.whenNotMatchedInsert(condition=f"s.{CHANGE} = '{INSERT}'", values=columns)
+
+
+def scd2_operations(changes: DataFrame, keys: Sequence[str], data: Sequence[str], version: Any,
+                    version_type: DataType) -> DataFrame:
+    """The changes as MERGE rows on (keys, `__START_AT`): versions to open, close, update."""
+    at = F.lit(version).cast(version_type)
+    current_start = F.col(f"`{TARGET}{START_AT}`")
+    change, tracked = F.col(CHANGE), F.col(TRACKED_CHANGE)
+    key_cols = [F.col(f"`{k}`") for k in keys]
+    values = [F.col(f"`{c}`") for c in data]
+    nulls = [F.lit(None).cast(f.dataType).alias(f.name) for f in changes.schema.fields
+             if f.name in data]
+    opens = changes.where((change == INSERT) | ((change == UPDATE) & tracked)).select(
+        *key_cols, *values, at.alias(START_AT), F.lit("open").alias(OP))
+    closes = changes.where((change == DELETE) | ((change == UPDATE) & tracked)).select(
+        *key_cols, *nulls, current_start.alias(START_AT), F.lit("close").alias(OP))
+    in_place = changes.where((change == UPDATE) & ~tracked).select(
+        *key_cols, *values, current_start.alias(START_AT), F.lit("update").alias(OP))
+    return opens.unionByName(closes).unionByName(in_place)
+
+
+def merge_scd2(spark: SparkSession, target_path: str, operations: DataFrame,
+               keys: Sequence[str], data: Sequence[str], version: Any,
+               version_type: DataType) -> DeltaMergeBuilder:
+    at = F.lit(version).cast(version_type)
+    inserted: dict[str, str | Column] = {f"`{c}`": f"s.`{c}`" for c in [*keys, *data, START_AT]}
+    inserted[f"`{END_AT}`"] = F.lit(None).cast(version_type)
+    merge = (DeltaTable.forPath(spark, target_path).alias("t")
+             .merge(operations.alias("s"), _match([*keys, START_AT]))
+             .whenMatchedUpdate(condition=f"s.{OP} = 'close'", set={f"`{END_AT}`": at}))
+    if data:  # a snapshot of keys alone has nothing to update in place
+        merge = merge.whenMatchedUpdate(condition=f"s.{OP} = 'update'",
+                                        set={f"`{c}`": f"s.`{c}`" for c in data})
+    return merge.whenNotMatchedInsert(condition=f"s.{OP} = 'open'", values=inserted)
+
+
+def _match(columns: Sequence[str]) -> str:
+    return " AND ".join(f"t.`{c}` = s.`{c}`" for c in columns)

@@ -1,0 +1,233 @@
+"""One update of an AUTO CDC FROM SNAPSHOT flow: snapshots asked for, checked, applied, recorded.
+
+    latest = the version log's last version (None before the first snapshot, or after a full
+             refresh)
+    loop:  next_snapshot_and_version(latest) -> None: done (None on the very first call: error)
+                                             -> (snapshot, version): check the shape, the
+           version's order, the snapshot's columns, keys unique and not NULL; MERGE its changes
+           into the target; record (version, counts) in the version log; latest = version
+
+Each snapshot is applied (one MERGE, or none when nothing changed) before its version is
+recorded, and the MERGE is computed against the target's current rows: a crash between the two
+leaves a target that already reflects the snapshot, so the next update, asked for the same
+snapshot again, finds nothing to change and records it. Nothing is applied twice or skipped.
+
+The table-or-view form is one snapshot per update (`one_snapshot`), versioned by the update's
+processing time: Databricks' rule, a documented wall-clock policy (docs/auto_cdc.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from datetime import datetime, timezone
+from typing import Any
+
+from pyspark.sql import DataFrame, Observation, SparkSession
+
+from exactly_once.errors import SnapshotError
+from exactly_once.local.auto_cdc import snapshot_versions
+from exactly_once.local.auto_cdc.scd2 import START_AT
+from exactly_once.local.auto_cdc.snapshot_apply import (
+    current_rows,
+    merge_scd1,
+    merge_scd2,
+    scd2_operations,
+    snapshot_part,
+    target_schema,
+)
+from exactly_once.local.auto_cdc.snapshot_diff import (
+    SnapshotCounts,
+    data_columns,
+    observed_counts,
+    schema_mismatch,
+    snapshot_changes,
+)
+from exactly_once.local.auto_cdc.snapshot_spec import NextSnapshot, SnapshotCdcSpec
+from exactly_once.local.auto_cdc.snapshot_versions import AppliedSnapshot, shown
+from exactly_once.local.storage import idempotent
+from exactly_once.local.storage.delta_log import Marker
+from exactly_once.local.storage.warehouse import Warehouse
+
+# A named step of one snapshot (the update's timeline): (step, ordinal) -> context manager.
+Step = Callable[[str, int], AbstractContextManager[object]]
+
+
+def _no_step(name: str, ordinal: int) -> AbstractContextManager[object]:
+    return nullcontext()
+
+
+def _ignore(applied: AppliedSnapshot) -> None:
+    pass
+
+
+def _where(spec: SnapshotCdcSpec) -> str:
+    return f"AUTO CDC FROM SNAPSHOT flow `{spec.name}`"
+
+
+def asked(spec: SnapshotCdcSpec, latest: Any) -> str:
+    """The call as messages show it: `next_players_export(datetime.date(2026, 11, 20))`."""
+    if isinstance(spec.source, str):
+        return f"the snapshot of `{spec.source}`"
+    return f"{getattr(spec.source, '__name__', 'next_snapshot_and_version')}({latest!r})"
+
+
+def processing_time() -> datetime:
+    """Now, in UTC: the version of a table-or-view snapshot taken now."""
+    return datetime.now(timezone.utc)
+
+
+def table_snapshot(spark: SparkSession, table: str,
+                   resolve: Callable[[str, bool], DataFrame | None]) -> DataFrame:
+    """The table-or-view source read as a batch: a dataset of the pipeline as `resolve` reads
+    it, else a table of the catalog."""
+    snapshot = resolve(table, False)
+    return spark.read.table(table) if snapshot is None else snapshot
+
+
+def one_snapshot(snapshot: DataFrame, version: Any) -> NextSnapshot:
+    """The table-or-view form: the table as it is now, once per update, at `version`."""
+    given: list[bool] = []
+
+    def next_snapshot(latest: Any) -> tuple[DataFrame, Any] | None:
+        if given:
+            return None
+        given.append(True)
+        return snapshot, version
+
+    return next_snapshot
+
+
+def check_shape(spec: SnapshotCdcSpec, latest: Any, result: object) -> tuple[DataFrame, Any]:
+    """`result` is (DataFrame, version): a batch DataFrame and a version that is not None."""
+    if (isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], DataFrame)
+            and result[1] is not None and not result[0].isStreaming):
+        return result[0], result[1]
+    if isinstance(result, tuple):
+        got = f"a tuple of {', '.join(type(v).__name__ for v in result)}"
+        if len(result) == 2 and isinstance(result[0], DataFrame) and result[0].isStreaming:
+            got = "a streaming DataFrame"
+    else:
+        got = f"a {type(result).__name__}"
+    raise SnapshotError(f"{_where(spec)}: {asked(spec, latest)} returned {got}; expected "
+                        "(DataFrame, version), or None when there is no next snapshot")
+
+
+def tracked_columns(spec: SnapshotCdcSpec, data: Sequence[str]) -> list[str]:
+    """The columns whose change opens a new SCD2 version (default: every non-key column)."""
+    if spec.stored_as_scd_type == 1:
+        return []
+    if spec.track_history_column_list is not None:
+        return list(spec.track_history_column_list)
+    excluded = set(spec.track_history_except_column_list or ())
+    return [c for c in data if c not in excluded]
+
+
+def check_columns(spec: SnapshotCdcSpec, columns: Sequence[str]) -> None:
+    """The keys and history column lists name columns of the snapshot."""
+    problems = []
+    if missing := [k for k in spec.keys if k not in columns]:
+        problems.append(f"keys {', '.join(missing)}")
+    for arg in ("track_history_column_list", "track_history_except_column_list"):
+        listed = getattr(spec, arg) or ()
+        if unknown := [c for c in listed if c not in columns or c in spec.keys]:
+            problems.append(f"{arg} {', '.join(unknown)}")
+    if problems:
+        raise SnapshotError(f"{_where(spec)}: {'; '.join(problems)} not among the snapshot's "
+                            f"non-key columns (its columns: {', '.join(columns)})")
+
+
+def _check_counts(spec: SnapshotCdcSpec, version: Any, counts: SnapshotCounts) -> None:
+    at = f"{_where(spec)}: the snapshot at version {shown(version)}"
+    if counts.null_key_rows:
+        raise SnapshotError(f"{at} has {counts.null_key_rows} row(s) with a NULL key "
+                            f"({', '.join(spec.keys)}); keys identify rows and are never NULL")
+    if counts.duplicated_keys:
+        others = counts.duplicated_keys - 1
+        raise SnapshotError(
+            f"{at} has the key ({counts.most_repeated_key}) {counts.most_repeated_times} times"
+            f"{f' (and {others} other key(s) more than once)' if others else ''}; "
+            "keys must be unique within a snapshot")
+
+
+def apply_snapshot(spark: SparkSession, spec: SnapshotCdcSpec, warehouse: Warehouse,
+                   snapshot: DataFrame, version: Any, ordinal: int,
+                   step: Step = _no_step, writer: SparkSession | None = None) -> AppliedSnapshot:
+    """MERGE `snapshot`'s changes into the target (created from the first snapshot); what it
+    changed. Nothing is written when nothing changed.
+
+    `writer`: the session the MERGE runs in (default: a new one). Its commit's marker
+    (`snapshot:<flow>`, the snapshot's ordinal) is a setting of that session, so it must not be
+    the session other flows commit through at the same time.
+    """
+    check_columns(spec, snapshot.columns)
+    version_type = snapshot_versions.spark_type(version)
+    if not warehouse.has_table(spec.target):
+        with step("create table", ordinal):
+            warehouse.create_table(spark, spec.target, target_schema(
+                snapshot.schema, spec.stored_as_scd_type, version_type),
+                properties=dict(spec.target_properties))
+    path = str(warehouse.table_path(spec.target).resolve())
+    target = spark.read.format("delta").load(path)
+    mismatch = schema_mismatch(snapshot.schema, snapshot_part(target.schema))
+    if spec.stored_as_scd_type == 2 and target.schema[START_AT].dataType != version_type:
+        mismatch = (f"versions of type {version_type.simpleString()}, not "
+                    f"{target.schema[START_AT].dataType.simpleString()}")
+    if mismatch:
+        raise SnapshotError(f"{_where(spec)}: the snapshot at version {shown(version)} does not "
+                            f"fit `{spec.target}`: {mismatch}; a full refresh of "
+                            f"`{spec.target}` rebuilds it from the snapshots")
+    data = data_columns(snapshot.schema, spec.keys)
+    observation = Observation()
+    with step("changes", ordinal):
+        # One job: the changes, kept in memory (the MERGE then reads them, not the target they
+        # were compared with), with the snapshot's checks and counts observed on the way.
+        changes = snapshot_changes(snapshot, current_rows(target, spec.stored_as_scd_type),
+                                   spec.keys, tracked_columns(spec, data), observation)
+        changes = changes.localCheckpoint(eager=True)
+    counts = observed_counts(observation)
+    _check_counts(spec, version, counts)
+    applied = AppliedSnapshot(ordinal, version, counts.rows, counts.inserted, counts.updated,
+                              counts.deleted)
+    if applied.changed:
+        writer = writer or spark.newSession()
+        if spec.stored_as_scd_type == 1:
+            merge = merge_scd1(writer, path, changes, spec.keys, data)
+        else:
+            merge = merge_scd2(writer, path, scd2_operations(changes, spec.keys, data, version,
+                                                             version_type),
+                               spec.keys, data, version, version_type)
+        with step("target merge", ordinal):
+            # Always executed: computed from the target as it is, the MERGE of a snapshot the
+            # target already reflects changes nothing (module docstring).
+            idempotent.merge(writer, merge, path, Marker(f"snapshot:{spec.name}", ordinal),
+                             replayed=False)
+    return applied
+
+
+def run_snapshots(spark: SparkSession, spec: SnapshotCdcSpec, next_snapshot: NextSnapshot,
+                  warehouse: Warehouse, on_applied: Callable[[AppliedSnapshot], None] = _ignore,
+                  step: Step = _no_step) -> list[AppliedSnapshot]:
+    """Ask `next_snapshot` for snapshots after the log's latest version until it returns None,
+    applying and recording each in turn; the snapshots applied."""
+    log = warehouse.auto_cdc_tables(spec.target).state
+    last = snapshot_versions.latest(log)
+    ordinal, latest = (last[0] + 1, last[1]) if last else (0, None)
+    applied: list[AppliedSnapshot] = []
+    writer = spark.newSession()  # for the MERGEs' commit settings: other flows share `spark`
+    while True:
+        with step("next snapshot", ordinal):
+            result = next_snapshot(latest)
+        if result is None:
+            if last is None and not applied:
+                raise SnapshotError(f"{_where(spec)}: {asked(spec, None)} returned None: there "
+                                    "is no first snapshot to apply; the flow needs one")
+            return applied
+        snapshot, version = check_shape(spec, latest, result)
+        snapshot_versions.check_next(spec.name, asked(spec, latest), version, latest)
+        done = apply_snapshot(spark, spec, warehouse, snapshot, version, ordinal, step, writer)
+        with step("record version", ordinal):
+            snapshot_versions.record(log, done)
+        on_applied(done)
+        applied.append(done)
+        latest, ordinal = version, ordinal + 1
