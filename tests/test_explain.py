@@ -479,3 +479,24 @@ def test_the_dashboard_search_shows_the_explanation(spark, settings, explain_run
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_records_without_kafka_coordinates_are_told_apart(spark, settings, quality_run):
+    """A kcat file without partition and offset (the quality tests' stream): every bronze row
+    is one delivery of one key, judged, none left "not read yet"."""
+    wh = quality_run.warehouse
+    bronze = spark.read.format("delta").load(str(wh / "bronze_kafka_events"))
+    assert bronze.where("partition IS NULL AND offset IS NULL").count() == bronze.count()
+    for topic, table in [(ORDERS, "orders"), (REWARDS, "player_xp")]:
+        rows = bronze.where(F.col("topic") == topic)
+        all_keys = sorted({r[0] for r in rows.select(F.col("key").cast("string")).collect()
+                           if r[0] is not None})
+        explanations = explain_keys(spark, wh, settings, table, all_keys)
+        deliveries = [d for e in explanations for d in e.deliveries]
+        keyless = rows.where("key IS NULL").count()  # found under the entity their event names
+        assert len(deliveries) == rows.count() - keyless + sum(
+            1 for d in deliveries if d.key is None)
+        for d in deliveries:
+            assert d.verdict.kind not in (PENDING, "past watermark"), (topic, d.event)
+            assert not any("no longer holds" in note for note in d.notes), (topic, d.event)
+        assert {d.verdict.kind for d in deliveries} >= {"applied", "redelivery", "quarantined"}

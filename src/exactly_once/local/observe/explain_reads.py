@@ -16,6 +16,7 @@ in `GOLD`; tests/test_explain.py checks them against the declared graph.
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from exactly_once.local.storage.warehouse import Warehouse
 from exactly_once.transforms.silver import ARRIVED_LATE, arrived_late
 
 BRONZE = "bronze_kafka_events"
+READERS = 4  # tables read at once
 QUARANTINE = "quarantine"
 Row = dict[str, Any]
 
@@ -152,40 +154,51 @@ def read_key_rows(spark: SparkSession, warehouse: Warehouse, topic: TopicSetting
     if parsed_df is not None and topic.max_event_age:  # silver's own column, its own function
         parsed_df = parsed_df.withColumn(ARRIVED_LATE, arrived_late(topic.max_event_age))
     parsed = _collect(parsed_df, parsed_filter)
-    # Deliveries of the keys under another Kafka key (or none): found by their coordinates.
-    elsewhere = {(r["kafka_partition"], r["kafka_offset"]) for r in parsed
-                 if r["kafka_key"] not in keys}
+    # Deliveries of the keys under another Kafka key (or none): found by where they are.
+    elsewhere = sorted({(r["kafka_partition"], r["kafka_offset"], r["kafka_timestamp"])
+                        for r in parsed if r["kafka_key"] not in keys},
+                       key=lambda place: tuple(str(v) for v in place))
 
-    def at(partition: str, offset: str) -> Column:
+    def at(partition: str, offset: str, timestamp: str) -> Column:
         found = F.lit(False)
-        for p, o in sorted(elsewhere):
-            found = found | ((F.col(partition) == p) & (F.col(offset) == o))
+        for p, o, t in elsewhere:  # null-safe: a file source may leave coordinates out
+            found = found | (F.col(partition).eqNullSafe(p) & F.col(offset).eqNullSafe(o)
+                             & F.col(timestamp).eqNullSafe(t))
         return found
 
-    rows = KeyRows(topic, gold, pinned.versions, silver_watermark_ms=watermark)
-    rows.parsed = parsed
-    rows.bronze = _collect(pinned.read(BRONZE), (F.col("topic") == topic.kafka_topic) & (
-        F.col("key").isin(*[F.lit(bytearray(k.encode())) for k in keys])
-        | at("partition", "offset")))
-    rows.quarantine = _collect(pinned.read(QUARANTINE), (F.col("source_topic") == suffix) & (
-        F.col("kafka_key").isin(*wanted) | at("kafka_partition", "kafka_offset")))
     silver_filter = F.col(entity).isin(*wanted)
+    ids = sorted({r["event_id"] for r in parsed if r.get("event_id")} | set(event_ids or ()))
     if event_ids:
         silver_filter = silver_filter | F.col("event_id").isin(*event_ids)
-    rows.silver = _collect(pinned.read(silver_name), silver_filter)
-    ids = sorted({r["event_id"] for r in parsed + rows.silver if r.get("event_id")}
-                 | set(event_ids or ()))
+    reads: dict[str, tuple[str, Column]] = {
+        BRONZE: (BRONZE, (F.col("topic") == topic.kafka_topic) & (
+            F.col("key").isin(*[F.lit(bytearray(k.encode())) for k in keys])
+            | at("partition", "offset", "timestamp"))),
+        QUARANTINE: (QUARANTINE, (F.col("source_topic") == suffix) & (
+            F.col("kafka_key").isin(*wanted)
+            | at("kafka_partition", "kafka_offset", "kafka_timestamp"))),
+        silver_name: (silver_name, silver_filter),
+    }
     if isinstance(gold, CurrentStateGold):
         for target in targets:
-            rows.gold_rows[target] = _collect(pinned.read(target), F.col(entity).isin(*wanted))
-            rows.state_rows[target] = _collect(pinned.read(state_name(target)),
-                                               F.col(entity).isin(*wanted))
+            reads[target] = (target, F.col(entity).isin(*wanted))
+            reads[state_name(target)] = (state_name(target), F.col(entity).isin(*wanted))
     else:
-        rows.gold_rows[gold.ledger] = _collect(pinned.read(gold.ledger),
-                                               F.col(entity).isin(*wanted))
-        rows.gold_rows[gold.totals] = _collect(pinned.read(gold.totals),
-                                               F.col(entity).isin(*wanted))
+        reads[gold.ledger] = (gold.ledger, F.col(entity).isin(*wanted))
+        reads[gold.totals] = (gold.totals, F.col(entity).isin(*wanted))
         # Keyed by event_id; the key is inside the event's JSON.
-        rows.gold_rows[gold.late] = _collect(pinned.read(gold.late), F.col("event_id").isin(
-            *[F.lit(i) for i in ids]) | F.get_json_object("event", f"$.{entity}").isin(*wanted))
+        reads[gold.late] = (gold.late, F.col("event_id").isin(*[F.lit(i) for i in ids])
+                            | F.get_json_object("event", f"$.{entity}").isin(*wanted))
+    # Each read is a small Spark job whose time is mostly planning and Delta's snapshot, not
+    # data: run side by side (the versions are pinned, so their order does not matter).
+    with ThreadPoolExecutor(max_workers=READERS) as pool:
+        found = dict(zip(reads, pool.map(lambda read: _collect(pinned.read(read[0]), read[1]),
+                                         reads.values()), strict=True))
+    rows = KeyRows(topic, gold, pinned.versions, silver_watermark_ms=watermark,
+                   bronze=found[BRONZE], parsed=parsed, quarantine=found[QUARANTINE],
+                   silver=found[silver_name])
+    for name in gold_tables(gold):
+        rows.gold_rows[name] = found[name]
+    for target in targets:
+        rows.state_rows[target] = found[state_name(target)]
     return rows

@@ -166,19 +166,25 @@ def _trails(rows: KeyRows, key: str, fields: list[str]) -> list[_Trail]:
     no digest, so a silver row is its parsed row's by coordinates, ingestion and event_id.
     """
     entity, topic = rows.topic.key, rows.topic
-    parsed = _numbered([r for r in rows.parsed if key in (r["kafka_key"], r.get(entity))],
-                       lambda r: (r["kafka_partition"], r["kafka_offset"], r["ingested_at"],
-                                  r[VALUE_DIGEST]))
-    coordinates = {(i[0], i[1]) for i in parsed} | {
-        (r["kafka_partition"], r["kafka_offset"]) for r in rows.silver if r.get(entity) == key}
-    bronze = _numbered([r for r in rows.bronze if _text(r["key"]) == key
-                        or (r["partition"], r["offset"]) in coordinates],
-                       lambda r: (r["partition"], r["offset"], r["ingested_at"],
-                                  None if r["value"] is None else
-                                  hashlib.sha256(bytes(r["value"])).hexdigest()))
-    by_event = _numbered([r for r in parsed.values()],
-                         lambda r: (r["kafka_partition"], r["kafka_offset"], r["ingested_at"],
-                                    r.get("event_id")))
+
+    def parsed_at(r: Row) -> tuple:
+        return (r["kafka_partition"], r["kafka_offset"], r["ingested_at"], r[VALUE_DIGEST])
+
+    def bronze_at(r: Row) -> tuple:
+        value = r["value"]
+        digest = None if value is None else hashlib.sha256(bytes(value)).hexdigest()
+        return (r["partition"], r["offset"], r["ingested_at"], digest)
+
+    def delivered_as(r: Row) -> tuple:  # quarantine keeps no ingestion time
+        return (r["kafka_partition"], r["kafka_offset"], r["kafka_timestamp"], r["value"])
+
+    mine = [r for r in rows.parsed if key in (r["kafka_key"], r.get(entity))]
+    parsed = _numbered(mine, parsed_at)
+    # Bronze rows of the key: its Kafka key, or a record parsed as the key's (another key).
+    known = {parsed_at(r) for r in mine}
+    bronze = _numbered([r for r in rows.bronze if _text(r["key"]) == key or bronze_at(r) in known],
+                       bronze_at)
+    by_event = _numbered(mine, lambda r: (*parsed_at(r)[:3], r.get("event_id")))
     parsed_identity = {event_ident: next(i for i, r in parsed.items() if r is row)
                        for event_ident, row in by_event.items()}
     silver = {}
@@ -187,9 +193,9 @@ def _trails(rows: KeyRows, key: str, fields: list[str]) -> list[_Trail]:
             lambda r: (r["kafka_partition"], r["kafka_offset"], r["ingested_at"],
                        r.get("event_id"))).items():
         silver[parsed_identity.get(event_ident, ("silver", *event_ident))] = row
-    quarantine = {(r["kafka_partition"], r["kafka_offset"]): r for r in rows.quarantine
-                  if r["kafka_key"] == key or (r["kafka_partition"], r["kafka_offset"])
-                  in coordinates}
+    places = {delivered_as(r) for r in mine}
+    quarantine = {delivered_as(r): r for r in rows.quarantine
+                  if r["kafka_key"] == key or delivered_as(r) in places}
 
     trails: list[_Trail] = []
     for ident in dict.fromkeys([*bronze, *parsed, *silver]):
@@ -212,7 +218,9 @@ def _trails(rows: KeyRows, key: str, fields: list[str]) -> list[_Trail]:
                                   "what the later tables kept of it")
         if s is not None and p is None:
             delivery.notes.append(f"parsed_{topic.dataset_suffix} no longer holds this delivery")
-        trails.append(_Trail(delivery, b, p, s, quarantine.get((partition, offset))))
+        stamp = b["timestamp"] if b else source.get("kafka_timestamp")
+        trails.append(_Trail(delivery, b, p, s,
+                             quarantine.get((partition, offset, stamp, delivery.value))))
     return sorted(trails, key=lambda t: _order(t.delivery))
 
 
