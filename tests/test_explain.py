@@ -35,6 +35,7 @@ from exactly_once.config import load_settings
 from exactly_once.kafka.generator import GeneratorConfig, generate_stream
 from exactly_once.kafka.kcat import KafkaRecord, write_kcat_jsonl
 from exactly_once.local.execution.pipeline import run_pipeline
+from exactly_once.local.observe.delivery import KINDS, PENDING
 from exactly_once.local.observe.explain import (
     explain_event,
     explain_key,
@@ -43,7 +44,6 @@ from exactly_once.local.observe.explain import (
 )
 from exactly_once.local.observe.explain_reads import GOLD, CurrentStateGold, LedgerGold
 from exactly_once.local.observe.explain_text import as_dict, plain
-from exactly_once.local.observe.verdicts import KINDS, PENDING
 
 ORDERS, REWARDS = "orders", "player-rewards"
 ERROR = "exactly-once: error: "

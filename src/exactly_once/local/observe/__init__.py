@@ -7,7 +7,9 @@
     preview.py        a warehouse's tables and a table's first rows (`exactly-once show`)
     explain.py        every delivery of a key, from Kafka to gold (`exactly-once explain`)
     explain_reads.py  the key's rows in every table, read with filters at pinned versions
-    verdicts.py       each delivery's one verdict, judged from those rows
+    delivery.py       a delivery of the key and its verdict
+    verdicts.py       each delivery's one verdict, judged from those rows up to silver
+    gold_verdicts.py  ... and in gold: applied, stale, tombstoned, late, in log order
     explain_text.py   an explanation as text, and as JSON
 
 May import graph, auto_cdc, storage and engine; never execution.

@@ -22,6 +22,7 @@ from exactly_once.errors import CliError
 from exactly_once.local.auto_cdc.changes import IS_DELETE, SEQUENCE
 from exactly_once.local.auto_cdc.scd2 import START_AT
 from exactly_once.local.observe import preview
+from exactly_once.local.observe.delivery import Delivery, describe_change, sequence_of
 from exactly_once.local.observe.explain_reads import (
     GOLD,
     CurrentStateGold,
@@ -31,12 +32,7 @@ from exactly_once.local.observe.explain_reads import (
     gold_tables,
     read_key_rows,
 )
-from exactly_once.local.observe.verdicts import (
-    Delivery,
-    deliveries_of,
-    describe_change,
-    sequence_of,
-)
+from exactly_once.local.observe.verdicts import deliveries_of
 from exactly_once.local.storage import delta_log
 from exactly_once.local.storage.warehouse import Warehouse
 from exactly_once.transforms.silver import event_schema

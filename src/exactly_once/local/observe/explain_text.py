@@ -13,8 +13,8 @@ from datetime import datetime, timezone
 from decimal import Decimal
 from typing import Any
 
+from exactly_once.local.observe.delivery import Delivery
 from exactly_once.local.observe.explain import Explanation
-from exactly_once.local.observe.verdicts import Delivery
 
 VALUE_SHOWN = 60  # characters of a quarantined value the text shows
 
