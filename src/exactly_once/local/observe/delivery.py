@@ -88,11 +88,17 @@ def describe_change(rank: tuple, sequence_by: tuple[str, ...]) -> str:
     return f"{text} (event {event})" if event is not None else text
 
 
+def iso_utc(moment: datetime) -> str:
+    """ISO 8601 in UTC, to the millisecond when it has no finer part: 2026-11-01T00:02:35.840Z."""
+    instant = utc(moment)
+    assert instant is not None
+    instant = instant.astimezone(timezone.utc)
+    spec = "milliseconds" if instant.microsecond % 1000 == 0 and instant.microsecond else "auto"
+    return instant.isoformat(timespec=spec).replace("+00:00", "Z")
+
+
 def plain_value(value: Any) -> str:
-    if isinstance(value, datetime):
-        moment = utc(value)
-        return moment.isoformat().replace("+00:00", "Z") if moment else ""
-    return str(value)
+    return iso_utc(value) if isinstance(value, datetime) else str(value)
 
 
 @dataclass

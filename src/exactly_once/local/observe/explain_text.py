@@ -9,11 +9,11 @@ Delta versions read. JSON: the same, every field named (`as_json`), values as JS
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from exactly_once.local.observe.delivery import Delivery
+from exactly_once.local.observe.delivery import Delivery, iso_utc
 from exactly_once.local.observe.explain import Explanation
 
 VALUE_SHOWN = 60  # characters of a quarantined value the text shows
@@ -22,9 +22,7 @@ VALUE_SHOWN = 60  # characters of a quarantined value the text shows
 def plain(value: Any) -> Any:
     """A row's value as JSON holds it."""
     if isinstance(value, datetime):
-        moment = value if value.tzinfo else datetime.fromtimestamp(value.timestamp(),
-                                                                   tz=timezone.utc)
-        return moment.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+        return iso_utc(value)
     if isinstance(value, Decimal):
         return str(value)
     if isinstance(value, dict):
@@ -71,11 +69,7 @@ def as_json(explanation: Explanation) -> str:
 
 
 def moment(value: datetime | None) -> str:
-    """A timestamp in UTC, to the millisecond where it has no more: 2026-11-01T00:02:35.840Z."""
-    if value is None:
-        return "?"
-    text = plain(value)
-    return text.replace("000Z", "Z") if len(text) == 28 else text
+    return "?" if value is None else iso_utc(value)
 
 
 def event_line(delivery: Delivery) -> str:
