@@ -35,6 +35,7 @@ from exactly_once.config import load_settings
 from exactly_once.kafka.generator import GeneratorConfig, generate_stream
 from exactly_once.kafka.kcat import KafkaRecord, write_kcat_jsonl
 from exactly_once.local.execution.pipeline import run_pipeline
+from exactly_once.local.observe import explain_reads
 from exactly_once.local.observe.delivery import KINDS, PENDING
 from exactly_once.local.observe.explain import (
     explain_event,
@@ -415,6 +416,33 @@ def test_the_event_and_its_key_are_found_from_gold_alone(spark, settings, explai
     assert explanation.deliveries == [] and explanation.key == "x-pl"
     assert any(n.startswith("player_xp_ledger holds event x-pl-3, but no table holds a "
                             "delivery of it any more") for n in explanation.notes)
+
+
+def test_each_table_is_read_with_the_key_s_filter(spark, settings, explain_run, monkeypatch):
+    """Not whole tables: each read's filter names the key and reaches the Parquet scan (Delta's
+    data skipping reads the same filters), but for `late_events`, found also by the key inside
+    its event JSON (a small table: late grants only)."""
+    plans: dict[str, str] = {}
+    collect = explain_reads._collect
+
+    def recording(df, where):
+        if df is not None:
+            plan = df.where(where)._jdf.queryExecution().executedPlan().toString()
+            plans[re.search(r"\[file:[^\]]*/(\w+)\]", plan).group(1)] = plan
+        return collect(df, where)
+
+    monkeypatch.setattr(explain_reads, "_collect", recording)
+    explain_key(spark, explain_run.warehouse, settings, "player_xp", "x-pl")
+    assert set(plans) == {"bronze_kafka_events", "parsed_player_rewards", "quarantine",
+                          "silver_player_rewards", "player_xp_ledger", "player_xp",
+                          "late_events"}
+    for table, plan in plans.items():
+        pushed = re.search(r"PushedFilters: \[(.*?)\], ", plan).group(1)
+        if table == "late_events":
+            assert "get_json_object(event" in plan and "x-pl" in plan
+        else:  # the key as text, or as bytes (bronze's binary key)
+            assert "x-pl" in pushed or table == "bronze_kafka_events" and "key" in pushed, \
+                (table, pushed)
 
 
 # -- the gold tables named are the pipeline's ------------------------------------------------------
