@@ -38,8 +38,8 @@ from exactly_once.local.storage.warehouse import Warehouse
 from exactly_once.transforms.silver import event_schema
 
 CLOSEST = 5  # keys or event IDs a "not found" line suggests
-# Why a gold row can outlive every delivery of its event: bronze is kept through full refreshes,
-# but not through a table deleted or rebuilt by hand, or records Kafka dropped before a reset.
+# Said of a gold row no delivery is left of: bronze keeps every delivery through full refreshes,
+# so only a table deleted or rewritten by hand (or an older warehouse) leaves one.
 GONE = "bronze_kafka_events included"
 
 
@@ -130,26 +130,27 @@ def explain_event(spark: SparkSession, warehouse: Path, settings: Settings,
 
 def _keys_of_event(spark: SparkSession, warehouse: Warehouse, topic: TopicSettings,
                    event_id: str) -> list[str]:
-    """The keys an event was delivered under (or names), by any table that holds it."""
+    """The keys an event names (or was delivered under), from the first table that holds it,
+    upstream first; gold last, for an event no delivery is left of."""
     suffix, entity = topic.dataset_suffix, topic.key
-    found: list[str] = []
-    places = [(f"parsed_{suffix}", entity), (f"silver_{suffix}", entity)]
+    named = F.col(entity)
+    places = [(f"parsed_{suffix}", [named, F.col("kafka_key")]), (f"silver_{suffix}", [named])]
     gold = GOLD[suffix]
     if isinstance(gold, LedgerGold):
-        places.append((gold.ledger, entity))
+        places += [(gold.ledger, [named]),
+                   (gold.late, [F.get_json_object("event", f"$.{entity}")])]
     else:
-        places += [(gold.current, entity), (gold.history, entity)]
-    for table, column in places:
+        places += [(gold.current, [named]), (gold.history, [named])]
+    for table, columns in places:
         path = warehouse.table_path(table)
         if not delta_log.is_delta_table(path):
             continue
-        df = spark.read.format("delta").load(str(path.resolve()))
-        columns = [c for c in ("kafka_key", column) if c in df.columns]
-        for row in df.where(F.col("event_id") == event_id).select(*columns).collect():
-            found += [v for v in row if v is not None and v not in found]
+        rows = spark.read.format("delta").load(str(path.resolve())) \
+            .where(F.col("event_id") == event_id).select(*columns).collect()
+        found = list(dict.fromkeys(v for row in rows for v in row if v is not None))
         if found:
             return found
-    return found
+    return []
 
 
 def _explanation(rows: KeyRows, table: str, key: str) -> Explanation:
