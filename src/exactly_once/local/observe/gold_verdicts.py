@@ -32,7 +32,7 @@ from exactly_once.local.observe.delivery import (
     sequence_of,
 )
 from exactly_once.local.observe.explain_reads import CurrentStateGold, KeyRows, LedgerGold, Row
-from exactly_once.transforms.silver import ARRIVED_LATE
+from exactly_once.transforms.silver import ARRIVED_LATE, VALUE_DIGEST
 
 
 def judge_current_state(rows: KeyRows, key: str, reached: list[Trail]) -> None:
@@ -49,7 +49,7 @@ def judge_current_state(rows: KeyRows, key: str, reached: list[Trail]) -> None:
                        if r.get(topic.key) == key),
                       key=lambda r: tuple(r[START_AT][c] for c in seq_by))
 
-    first_of: dict[tuple, Delivery] = {}
+    first_of: dict[tuple, Trail] = {}
     newest: tuple[tuple, Delivery] | None = None
     applied: list[tuple[tuple, Delivery]] = []
     for trail in reached:
@@ -57,18 +57,18 @@ def judge_current_state(rows: KeyRows, key: str, reached: list[Trail]) -> None:
         assert row is not None
         rank = sequence_of(row, seq_by)
         deletes = row.get("event_type") in topic.delete_event_types
-        if rank in first_of:  # silver let it through: other bytes, or after its watermark
-            earlier = first_of[rank]
+        if rank in first_of:  # silver let it through
+            earlier = first_of[rank].delivery
             newer = newest[0] if newest is not None and newest[0] > rank else None
             delivery.verdict = Verdict(
-                REDELIVERY, f"of {earlier.position}, which silver let through (other bytes, or "
-                f"after its watermark): {gold.current} ignored it, "
+                REDELIVERY, f"of {earlier.position}, which silver let through "
+                f"({_why_not_dropped(first_of[rank], trail)}): {gold.current} ignored it, "
                 + (f"older than {describe_change(newer, seq_by)}" if newer else
                    "not newer than itself"), gold.current,
                 of=(earlier.partition, earlier.offset),
                 lost_to=dict(zip(seq_by, newer, strict=True)) if newer else None)
             continue
-        first_of[rank] = delivery
+        first_of[rank] = trail
         if newest is not None and rank < newest[0]:
             delivery.verdict = Verdict(
                 STALE, f"{gold.current} ignored it: older than "
@@ -103,6 +103,16 @@ def judge_current_state(rows: KeyRows, key: str, reached: list[Trail]) -> None:
              else f"{describe_change(rank, seq_by)} in {gold.current}") + then, gold.current)
 
 
+def _why_not_dropped(first: Trail, copy: Trail) -> str:
+    """Why silver kept a second delivery of an event: its bytes differ, or it came after
+    silver's state had forgotten the first (the watermark delay after its arrival)."""
+    if first.parsed is None or copy.parsed is None:
+        return "other bytes, or after its watermark"
+    if first.parsed[VALUE_DIGEST] != copy.parsed[VALUE_DIGEST]:
+        return "other bytes"
+    return "the same bytes, after its watermark delay"
+
+
 def _history_note(history: str, rank: tuple, deletes: bool, versions: list[Row],
                   seq_by: tuple[str, ...]) -> str:
     def at(row: Row, column: str) -> tuple:
@@ -129,7 +139,7 @@ def judge_ledger(rows: KeyRows, key: str, reached: list[Trail]) -> None:
     ledger = {r["event_id"]: r for r in rows.gold_rows.get(gold.ledger, [])
               if r.get(rows.topic.key) == key}
     kept_aside = {r["event_id"]: r for r in rows.gold_rows.get(gold.late, [])}
-    in_time: dict[str, Delivery] = {}
+    in_time: dict[str, Trail] = {}
     for trail in reached:
         delivery, row = trail.delivery, trail.silver
         assert row is not None
@@ -137,12 +147,13 @@ def judge_ledger(rows: KeyRows, key: str, reached: list[Trail]) -> None:
         if row.get(ARRIVED_LATE):
             continue
         if event_id in in_time:
-            first = in_time[event_id]
+            first = in_time[event_id].delivery
             delivery.verdict = Verdict(
-                REDELIVERY, f"of {first.position}: {gold.ledger} already holds event "
-                f"{event_id}", gold.ledger, of=(first.partition, first.offset))
+                REDELIVERY, f"of {first.position}, which silver let through "
+                f"({_why_not_dropped(in_time[event_id], trail)}): {gold.ledger} already holds "
+                f"event {event_id}", gold.ledger, of=(first.partition, first.offset))
         elif event_id in ledger:
-            in_time[event_id] = delivery
+            in_time[event_id] = trail
             delivery.verdict = Verdict(
                 APPLIED, f"event {event_id} in {gold.ledger}: +{ledger[event_id].get('xp')} "
                 "XP", gold.ledger)
@@ -157,7 +168,7 @@ def judge_ledger(rows: KeyRows, key: str, reached: list[Trail]) -> None:
             continue
         late = f"the broker received it more than {rows.topic.max_event_age} after it occurred"
         if event_id in ledger:
-            applied = in_time.get(event_id)
+            applied = in_time[event_id].delivery if event_id in in_time else None
             where = f"from {applied.position}, delivered in time" if applied else \
                 "from a delivery in time"
             delivery.verdict = Verdict(
