@@ -432,7 +432,13 @@ def test_each_table_is_read_with_the_key_s_filter(spark, settings, explain_run, 
         return collect(df, where)
 
     monkeypatch.setattr(explain_reads, "_collect", recording)
-    explain_key(spark, explain_run.warehouse, settings, "player_xp", "x-pl")
+    length = "spark.sql.maxMetadataStringLength"  # the plan names each table's whole path
+    before = spark.conf.get(length)
+    spark.conf.set(length, "10000")
+    try:
+        explain_key(spark, explain_run.warehouse, settings, "player_xp", "x-pl")
+    finally:
+        spark.conf.set(length, before)
     assert set(plans) == {"bronze_kafka_events", "parsed_player_rewards", "quarantine",
                           "silver_player_rewards", "player_xp_ledger", "player_xp",
                           "late_events"}
