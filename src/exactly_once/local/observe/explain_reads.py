@@ -154,16 +154,17 @@ def read_key_rows(spark: SparkSession, warehouse: Warehouse, topic: TopicSetting
     if parsed_df is not None and topic.max_event_age:  # silver's own column, its own function
         parsed_df = parsed_df.withColumn(ARRIVED_LATE, arrived_late(topic.max_event_age))
     parsed = _collect(parsed_df, parsed_filter)
-    # Deliveries of the keys under another Kafka key (or none): found by where they are.
-    elsewhere = sorted({(r["kafka_partition"], r["kafka_offset"], r["kafka_timestamp"])
-                        for r in parsed if r["kafka_key"] not in keys},
-                       key=lambda place: tuple(str(v) for v in place))
+    # Deliveries of the keys under another Kafka key (or none): found by their offsets (or, a
+    # record without coordinates, by its Kafka timestamp); verdicts.py matches them exactly.
+    elsewhere = [r for r in parsed if r["kafka_key"] not in keys]
+    offsets = sorted({r["kafka_offset"] for r in elsewhere if r["kafka_offset"] is not None})
+    stamps = sorted({r["kafka_timestamp"] for r in elsewhere if r["kafka_offset"] is None
+                     and r["kafka_timestamp"] is not None})
 
-    def at(partition: str, offset: str, timestamp: str) -> Column:
-        found = F.lit(False)
-        for p, o, t in elsewhere:  # null-safe: a file source may leave coordinates out
-            found = found | (F.col(partition).eqNullSafe(p) & F.col(offset).eqNullSafe(o)
-                             & F.col(timestamp).eqNullSafe(t))
+    def at(offset: str, timestamp: str) -> Column:
+        found = F.col(offset).isin(*offsets) if offsets else F.lit(False)
+        if stamps:
+            found = found | (F.col(offset).isNull() & F.col(timestamp).isin(*stamps))
         return found
 
     silver_filter = F.col(entity).isin(*wanted)
@@ -173,10 +174,10 @@ def read_key_rows(spark: SparkSession, warehouse: Warehouse, topic: TopicSetting
     reads: dict[str, tuple[str, Column]] = {
         BRONZE: (BRONZE, (F.col("topic") == topic.kafka_topic) & (
             F.col("key").isin(*[F.lit(bytearray(k.encode())) for k in keys])
-            | at("partition", "offset", "timestamp"))),
+            | at("offset", "timestamp"))),
         QUARANTINE: (QUARANTINE, (F.col("source_topic") == suffix) & (
             F.col("kafka_key").isin(*wanted)
-            | at("kafka_partition", "kafka_offset", "kafka_timestamp"))),
+            | at("kafka_offset", "kafka_timestamp"))),
         silver_name: (silver_name, silver_filter),
     }
     if isinstance(gold, CurrentStateGold):
