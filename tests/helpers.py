@@ -1,11 +1,16 @@
-"""Small builders shared by tests: Kafka-shaped rows and order/reward payloads."""
+"""Small builders shared by tests: Kafka-shaped rows and order/reward payloads; headless
+Chromium for the dashboard's pages."""
 
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from contextlib import contextmanager
 from datetime import datetime, timezone
+from pathlib import Path
 
+import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -83,3 +88,18 @@ def crash_after_target_commit(monkeypatch):
             yield
     finally:
         monkeypatch.setattr(commits, "merge_once", real_merge)
+
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+def chromium(*args: str, profile: Path) -> str:
+    """Headless Chromium run once with `args` (e.g. `--dump-dom URL`): what it printed."""
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: run `make chromium` (make test does)")
+    command = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+               "--no-first-run", "--disable-background-networking", "--disable-component-update",
+               "--disable-sync", "--disable-dev-shm-usage", f"--user-data-dir={profile}", *args]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 import threading
 import urllib.request
-from pathlib import Path
 
 import pytest
+from helpers import chromium
 from pyspark.sql import functions as F
 
 from exactly_once.local.observe import event_log
@@ -19,19 +18,6 @@ from exactly_once.local.storage.warehouse import Warehouse
 from exactly_once.quality.dashboard import build_dashboard
 from exactly_once.quality.graph_view import STATUS_COLORS, collect_graph, graph_svg
 from exactly_once.quality.serve import LivePage, dashboard_server
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-
-
-def chromium(*args: str, profile: Path) -> str:
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: run `make chromium` (make test does)")
-    command = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-               "--no-first-run", "--disable-background-networking", "--disable-component-update",
-               "--disable-sync", "--disable-dev-shm-usage", f"--user-data-dir={profile}", *args]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done.stdout
 
 
 @pytest.fixture(scope="module")

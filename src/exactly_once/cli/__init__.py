@@ -11,6 +11,7 @@
     exactly-once graph [--format mermaid|...]  the dataflow graph
     exactly-once show TABLE [--limit N]        the first rows of a table of the warehouse
     exactly-once events [--update ID]          the event log of an update, a line per event
+    exactly-once explain TABLE KEY             every delivery of a key, from Kafka to gold
     exactly-once quality validate|dashboard    Great Expectations + Data Docs; the HTML dashboard
 
 One module per command, each with `add_parser(subparsers)`; this one only builds the parser
@@ -28,6 +29,7 @@ from exactly_once.cli import (
     cluster,
     dry_run,
     events,
+    explain,
     export_players,
     generate,
     graph,
@@ -39,7 +41,7 @@ from exactly_once.cli import (
 from exactly_once.errors import ExactlyOnceError
 
 COMMANDS = (broker, cluster, produce, generate, export_players, run, dry_run, graph, show,
-            events, quality)
+            events, explain, quality)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -31,7 +31,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                       help="Data Docs to link to, when built")
     dash.add_argument("--serve", action="store_true", help="serve it on 127.0.0.1 until "
                       "stopped, rebuilt when the pipeline commits an update (e.g. while "
-                      "`run --continuous` runs); the page reloads itself")
+                      "`run --continuous` runs); the page reloads itself, and its search "
+                      "box explains a key")
     dash.add_argument("--port", type=common.positive, default=8050,
                       help="with --serve (default 8050)")
     dash.add_argument("--refresh-every", type=common.positive, default=10, metavar="SECONDS",
@@ -94,16 +95,20 @@ def _serve(args: argparse.Namespace, spark, warehouse: Path) -> int:
     import threading
 
     from exactly_once.local.execution.continuous import StopRequest
+    from exactly_once.local.observe.explain import explainable
     from exactly_once.local.storage.warehouse import Warehouse
     from exactly_once.quality.dashboard import build_dashboard
+    from exactly_once.quality.explain_page import explain_page
     from exactly_once.quality.serve import HOST, LivePage, dashboard_server
 
+    settings = common.settings_of(args)
     page = LivePage(args.output, Warehouse(warehouse).event_log_path(), lambda: build_dashboard(
         spark, warehouse, args.output, data_docs=args.data_docs,
-        refresh_seconds=args.refresh_every))
+        refresh_seconds=args.refresh_every, search=list(explainable(settings))))
     page.build()  # before the first request: no event log yet is a one-line error
     try:
-        server = dashboard_server(page, args.port)
+        server = dashboard_server(page, args.port, explain=lambda search: explain_page(
+            spark, warehouse, settings, search))
     except OSError as err:
         raise CliError(f"cannot serve on {HOST}:{args.port}: {err.strerror}") from None
     print(f"dashboard at http://{HOST}:{server.server_port}/ (reloads every "

@@ -6,7 +6,8 @@ Everything it shows comes from Delta tables in the warehouse, read with Spark:
   update, duplicates dropped, stale updates ignored, late events, records dropped and quarantined;
 * `quarantine`: records by rule (`explode(errors)`);
 * every table: its row count;
-* the pipeline graph and each dataset's flow history (graph_view.py, from the event log).
+* the pipeline graph and each dataset's flow history (graph_view.py, from the event log), and,
+  when served, a search box explaining a key (explain_page.py).
 
 Charts are inline SVG drawn here; the file needs no server and no network. When Data Docs exist
 the page links to their index and to each suite's latest validation page.
@@ -26,6 +27,7 @@ from exactly_once.errors import QualityError
 from exactly_once.local.observe.event_log import PIPELINE_NAME
 from exactly_once.local.storage.delta_log import is_delta_table
 from exactly_once.local.storage.warehouse import EVENT_LOG_DIR, Warehouse
+from exactly_once.quality.explain_page import search_form
 from exactly_once.quality.graph_view import GraphView, collect_graph, graph_svg
 from exactly_once.quality.paths import DEFAULT_DASHBOARD
 from exactly_once.quality.template import DASHBOARD
@@ -225,8 +227,10 @@ def _histories(graph: GraphView | None) -> list[dict]:
 
 
 def render(data: DashboardData, output: Path, data_docs: Path | None = None,
-           event_log: str = EVENT_LOG_DIR, refresh_seconds: int | None = None) -> str:
-    """The page; `refresh_seconds`: the browser reloads it that often (a served dashboard)."""
+           event_log: str = EVENT_LOG_DIR, refresh_seconds: int | None = None,
+           search: list[str] | None = None) -> str:
+    """The page; `refresh_seconds`: the browser reloads it that often (a served dashboard);
+    `search`: the tables the graph view's search box offers (a served dashboard answers it)."""
     from jinja2 import Environment
 
     latest = data.updates[-1] if data.updates else None
@@ -260,17 +264,18 @@ def render(data: DashboardData, output: Path, data_docs: Path | None = None,
         data_docs=_data_docs_links(data_docs, output), refresh_seconds=refresh_seconds,
         graph=Markup(graph_svg(data.graph)) if data.graph else None,
         latest_update=data.graph.latest_update if data.graph else 0,
-        histories=_histories(data.graph))
+        histories=_histories(data.graph),
+        search=search_form(search) if search else None)
 
 
 def build_dashboard(spark: SparkSession, warehouse: Path, output: Path = DEFAULT_DASHBOARD,
-                    data_docs: Path | None = None,
-                    refresh_seconds: int | None = None) -> DashboardData:
+                    data_docs: Path | None = None, refresh_seconds: int | None = None,
+                    search: list[str] | None = None) -> DashboardData:
     data = collect(spark, warehouse)
     output.parent.mkdir(parents=True, exist_ok=True)
     # Written aside and renamed: a browser (or the server) never reads half a page.
     partial = output.with_name(f".{output.name}.tmp")
     partial.write_text(render(data, output, data_docs, str(Warehouse(warehouse).event_log_path()),
-                              refresh_seconds))
+                              refresh_seconds, search))
     partial.replace(output)
     return data

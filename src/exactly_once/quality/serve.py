@@ -4,7 +4,8 @@ Standard library only (http.server), on the loopback interface. The page carries
 `<meta http-equiv="refresh">`, so the browser asks again every few seconds; a request rebuilds it
 when the event log has a commit the page has not shown (a continuous run commits one per update),
 else serves the page as built. Delta readers see whole commits, so a rebuild while an update runs
-shows the updates finished so far. Other paths are files next to the page (the Data Docs it links).
+shows the updates finished so far. `/explain` answers the page's search box (explain_page.py).
+Other paths are files next to the page (the Data Docs it links).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from functools import partial
 from http import HTTPStatus
 from http.server import HTTPServer, SimpleHTTPRequestHandler
 from pathlib import Path
+from urllib.parse import parse_qs
 
 from exactly_once.errors import ExactlyOnceError
 from exactly_once.local.storage.delta_log import latest_version
@@ -49,13 +51,24 @@ class LivePage:
         return self.output.read_bytes()
 
 
+# A search of the page's box (`table`, `key`) -> the explanation's page (explain_page.py).
+Explain = Callable[[dict[str, str]], str]
+
+
 class _Handler(SimpleHTTPRequestHandler):
     page: LivePage
+    explain: Explain | None = None
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's name
-        if self.path.split("?")[0] not in ("/", f"/{self.page.output.name}"):
+        path, _, query = self.path.partition("?")
+        if path == "/explain" and self.explain is not None:
+            search = {name: values[0] for name, values in parse_qs(query).items()}
+            return self._send(self.explain(search).encode("utf-8"))
+        if path not in ("/", f"/{self.page.output.name}"):
             return super().do_GET()
-        body = self.page.current()
+        self._send(self.page.current())
+
+    def _send(self, body: bytes) -> None:
         self.send_response(HTTPStatus.OK)
         self.send_header("Content-Type", "text/html; charset=utf-8")
         self.send_header("Content-Length", str(len(body)))
@@ -67,7 +80,9 @@ class _Handler(SimpleHTTPRequestHandler):
         pass  # one line per request would bury the command's own output
 
 
-def dashboard_server(page: LivePage, port: int) -> HTTPServer:
-    """A server of `page` on HOST:`port` (0: any free port); run it with serve_forever()."""
-    handler = type("DashboardHandler", (_Handler,), {"page": page})
+def dashboard_server(page: LivePage, port: int, explain: Explain | None = None) -> HTTPServer:
+    """A server of `page` on HOST:`port` (0: any free port); run it with serve_forever().
+    `explain`: answers the page's search box at `/explain?table=...&key=...`."""
+    handler = type("DashboardHandler", (_Handler,), {
+        "page": page, "explain": staticmethod(explain) if explain else None})
     return HTTPServer((HOST, port), partial(handler, directory=str(page.output.parent)))

@@ -5,7 +5,7 @@ DASHBOARD = r"""<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
-{% if refresh_seconds %}<meta http-equiv="refresh" content="{{ refresh_seconds }}">{% endif %}
+{% if refresh_seconds %}<noscript><meta http-equiv="refresh" content="{{ refresh_seconds }}"></noscript>{% endif %}
 <title>exactly-once · data quality</title>
 <style>
   body { font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #1f2933; background: #f5f7fa; }
@@ -31,6 +31,7 @@ DASHBOARD = r"""<!doctype html>
   svg.graph g.node { cursor: pointer; } svg.graph g.node:hover rect:first-of-type, svg.graph g.node.open rect:first-of-type { stroke-width: 3; }
   .history { display: none; } .history:target { display: block; }
   .history td.b { font-size: 12px; color: #52606d; }
+  #explain { margin-bottom: 8px; } #explain .hint { color: #616e7c; font-size: 12px; }
   .st-COMPLETED { color: #057a55; } .st-FAILED { color: #c81e1e; } .st-SKIPPED { color: #7b8794; }
 </style>
 </head>
@@ -54,6 +55,8 @@ update{{ '' if updates|length == 1 else 's' }}). Latest update
 {% if graph %}
 <div class="card" id="graph">
 <h2>Pipeline graph · update #{{ latest_update }}</h2>
+{% if search %}{{ search }}{% else %}<div class="sub" id="explain-hint">To see what happened to every delivery of a key:
+<code>exactly-once explain TABLE KEY</code>, or serve this page (<code>exactly-once quality dashboard --serve</code>) and search here.</div>{% endif %}
 {{ graph }}
 <div class="sub">Colored by each dataset's status in the latest update:
 <span class="st-COMPLETED">COMPLETED</span>, <span class="st-FAILED">FAILED</span>,
@@ -150,7 +153,16 @@ a record failing several rules counts under each.</div>
   });
   window.addEventListener("hashchange", opened);
   opened();
-</script>
+{% if refresh_seconds %}  // Served: reload every {{ refresh_seconds }}s for the newest update, but not while the search
+  // box is in use (a reload would lose what is typed); <noscript> does it without scripts.
+  document.body.dataset.refresh = "{{ refresh_seconds }}";
+  function reload() {
+    const box = document.querySelector("#explain input[name=key]");
+    if (box && (document.activeElement === box || box.value)) return setTimeout(reload, {{ refresh_seconds * 1000 }});
+    location.reload();
+  }
+  setTimeout(reload, {{ refresh_seconds * 1000 }});
+{% endif %}</script>
 </body>
 </html>
 """
