@@ -109,7 +109,7 @@ def test_the_warehouse_on_the_object_store_and_a_worker_killed_mid_update(
     for expected in ("orders/_delta_log/00000000000000000000.json",
                      "event_log/_delta_log/00000000000000000000.json",
                      "_pipeline/checkpoints/bronze_kafka_events/offsets/0",
-                     "_pipeline/checkpoints/silver_orders/state/0/0/1.zip",
+                     "_pipeline/checkpoints/silver_orders/state/0/0/1.changelog",  # RocksDB
                      "_pipeline/auto_cdc/orders/_delta_log/00000000000000000000.json"):
         assert f"warehouse/{expected}" in keys, expected
     assert list(cwd.iterdir()) == [], "nothing written in the working directory"
