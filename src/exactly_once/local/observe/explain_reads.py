@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -26,6 +25,7 @@ from pyspark.sql import functions as F
 
 from exactly_once.config import TopicSettings
 from exactly_once.local.storage import delta_log
+from exactly_once.local.storage.files import StoragePath
 from exactly_once.local.storage.warehouse import Warehouse
 from exactly_once.transforms.silver import ARRIVED_LATE, arrived_late
 
@@ -93,9 +93,9 @@ class _Pinned:
     def __init__(self, spark: SparkSession, warehouse: Warehouse):
         self.spark, self.warehouse = spark, warehouse
         self.versions: dict[str, int] = {}
-        self._paths: dict[str, Path] = {}
+        self._paths: dict[str, StoragePath] = {}
 
-    def pin(self, name: str, path: Path) -> None:
+    def pin(self, name: str, path: StoragePath) -> None:
         self._paths[name] = path
         self.versions[name] = delta_log.latest_version(path)
 
@@ -112,7 +112,7 @@ def state_name(target: str) -> str:
     return f"{target} state"
 
 
-def silver_watermark_ms(checkpoint: Path) -> int | None:
+def silver_watermark_ms(checkpoint: StoragePath) -> int | None:
     """`nextBatchWatermarkMs` of the checkpoint's last committed batch: Structured Streaming's
     commit log (`commits/<batch>`: a version line, then JSON)."""
     commits = checkpoint / "commits"
