@@ -62,3 +62,19 @@ def test_the_recording_sees_a_process_the_jvm_starts(spark):
     jvm.org.apache.hadoop.fs.FileUtil.readLink(jvm.java.io.File("/"))
     started = recording.stop()
     assert [(s.program, s.caller) for s in started] == [("readlink", "FileUtil.readLink")]
+
+
+def test_spark_s_recursive_deletes_start_no_process(spark, tmp_path):
+    """Spark's `JavaUtils.deleteRecursively` (a RocksDB state store's local directory on each
+    load and close, a cloned session's artifacts) deletes in the JVM, not with `rm -rf`."""
+    jvm = spark.sparkContext._jvm
+    tree = tmp_path / "store"
+    (tree / "sub").mkdir(parents=True)
+    (tree / "sub" / "file").write_text("x")
+    (tree / "link").symlink_to(tmp_path)  # a link is removed, never followed
+    (tmp_path / "kept").write_text("y")
+    recording = ProcessRecording(spark).start()
+    jvm.org.apache.spark.network.util.JavaUtils.deleteRecursively(jvm.java.io.File(str(tree)))
+    started = recording.stop()
+    assert started == []
+    assert not tree.exists() and (tmp_path / "kept").read_text() == "y"

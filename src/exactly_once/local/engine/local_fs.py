@@ -11,11 +11,16 @@ an existing file, so a Delta commit or a checkpoint file is still written once.
 
 The jar must be on the driver's launch class path (`spark.driver.extraClassPath`): Hadoop looks
 file systems up by class name in the JVM's own class loader, before `spark.jars` exist.
+
+Spark's own recursive deletes (`JavaUtils.deleteRecursively`: a RocksDB state store's local
+directory each time a query run loads or closes it, a cloned session's artifacts) run `rm -rf`
+on Unix, 16-21 processes an update; `delete_in_the_jvm` sends them down Spark's Java IO path.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from exactly_once.errors import MissingJarsError
 from exactly_once.paths import LOCAL_FS_JAR
@@ -30,3 +35,16 @@ def spark_conf(jar: Path = LOCAL_FS_JAR) -> dict[str, str]:
         "spark.hadoop.fs.file.impl": "exactlyonce.localfs.NioLocalFileSystem",
         "spark.hadoop.fs.AbstractFileSystem.file.impl": "exactlyonce.localfs.NioLocalFs",
     }
+
+
+def delete_in_the_jvm(spark: Any) -> None:
+    """Spark's `JavaUtils.deleteRecursively` through Java IO (the walk it falls back to when
+    `rm -rf` fails, and takes on macOS under test), not an `rm -rf` process: its public flag
+    `JavaUtils.isUnix`, read by that method alone, is set false. `Utils` and `SparkSystemUtils`
+    copy the flag when they initialize, for their own uses of it, so they are initialized first
+    and keep `true`. The driver JVM only: in `local[N]` the executors' deletes run there too."""
+    classes = spark.sparkContext._jvm.java.lang.Class
+    for copies in ("org.apache.spark.util.Utils$", "org.apache.spark.util.SparkSystemUtils$"):
+        classes.forName(copies)  # initialized, so the flag they copied stays true
+    classes.forName("org.apache.spark.network.util.JavaUtils").getField("isUnix") \
+        .setBoolean(None, False)

@@ -122,4 +122,6 @@ def build_session(warehouse: Path | str, app_name: str = "exactly-once",
     with _stderr_into(jvm_log):
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(log_level)
+    if not deployment.is_cluster:  # the executors' deletes too, being in this JVM
+        local_fs.delete_in_the_jvm(spark)
     return spark
