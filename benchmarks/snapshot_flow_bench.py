@@ -5,7 +5,7 @@
 In one process and one Spark session, as a test run has them: the project's pipeline over a
 small generated stream into a fresh warehouse, with and without pipelines/players_history.py
 (the baseline: the same files less that one), alternating, `--rounds` times each. The first
-update applies the three sample exports (data/exports/players); a second update of the same
+update applies the two sample exports (data/exports/players); a second update of the same
 warehouse finds no new export. Prints the median seconds of each, the ratio, the snapshot
 flow's own seconds per phase (its timeline), and the commit.
 """

@@ -15,6 +15,7 @@ import json
 import os
 import socket
 import time
+from datetime import date
 
 import pytest
 from cluster_fixtures import run_cli, start_cli
@@ -25,6 +26,8 @@ from exactly_once.cli import main
 from exactly_once.config import ObjectStoreSettings
 from exactly_once.errors import ObjectStoreError
 from exactly_once.kafka.producer import produce_records
+from exactly_once.local.auto_cdc import snapshot_versions
+from exactly_once.local.auto_cdc.snapshot_versions import AppliedSnapshot
 from exactly_once.local.engine import cluster
 from exactly_once.local.execution.pipeline import run_pipeline
 from exactly_once.local.storage import files
@@ -165,6 +168,19 @@ def test_the_store_is_reached_with_the_credentials_of_the_moment(s3_store, monke
     object_store(s3_store, monkeypatch)
     path.write_text("written")
     assert path.read_text() == "written"
+
+
+def test_a_snapshot_flow_s_version_log_is_on_the_store(s3_store, monkeypatch, tmp_path):
+    """AUTO CDC FROM SNAPSHOT records its versions beside the target's state, on the store (the
+    clean-clone run of 2026-11-23 found it under ./s3a:/ in the working directory)."""
+    object_store(s3_store, monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    state = f"s3a://{s3_store.bucket}/versions/_pipeline/auto_cdc/players_history"
+    for ordinal in (0, 1):
+        snapshot_versions.record(state, AppliedSnapshot(ordinal, date(2026, 11, 20 + ordinal)))
+    assert snapshot_versions.latest(state) == (1, date(2026, 11, 21))
+    assert files.location(f"{state}/{snapshot_versions.LOG_FILE}").is_file()
+    assert list(tmp_path.iterdir()) == [], "nothing written in the working directory"
 
 
 def test_cluster_commands(tmp_path, capsys):

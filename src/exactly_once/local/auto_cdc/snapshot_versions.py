@@ -9,8 +9,9 @@ The version log, `<warehouse>/_pipeline/auto_cdc/<target>/snapshot_versions.json
 snapshot applied, in order: `ordinal` (0, 1, ...), `version` and `version_type` (the version as
 text and its type), its rows and the keys it inserted, updated and deleted, and `recorded_at`
 (processing time). A snapshot is recorded after the target's MERGE, so the log never names a
-snapshot the target lacks. The file is replaced whole (written aside, then renamed into place):
-a crash leaves the old log or the new one, never half of one. A plain file, not a Delta table:
+snapshot the target lacks. The file is replaced whole (storage's `write_atomic`: renamed into
+place on a local disk, one PUT on an object store): a crash leaves the old log or the new one,
+never half of one. A plain file, not a Delta table:
 recording a snapshot costs no Spark job. A full refresh deletes it with the target's state: the
 next update asks for the first snapshot again.
 """
@@ -18,15 +19,14 @@ next update asks for the first snapshot again.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
-from pathlib import Path
 from typing import Any
 
 from pyspark.sql.types import DataType, DateType, LongType, StringType, TimestampType
 
 from exactly_once.errors import SnapshotError
+from exactly_once.local.storage.files import StoragePath, location, write_atomic
 
 LOG_FILE = "snapshot_versions.json"
 _SPARK_TYPES: dict[str, DataType] = {"int": LongType(), "str": StringType(), "date": DateType(),
@@ -111,16 +111,16 @@ class AppliedSnapshot:
         return self.inserted + self.updated + self.deleted
 
 
-def recorded(state: Path | str) -> list[dict[str, Any]]:
+def recorded(state: StoragePath | str) -> list[dict[str, Any]]:
     """The version log's entries (oldest first); [] before the first snapshot."""
     try:
-        entries: list[dict[str, Any]] = json.loads((Path(state) / LOG_FILE).read_text("utf-8"))
+        entries: list[dict[str, Any]] = json.loads((location(state) / LOG_FILE).read_text("utf-8"))
     except FileNotFoundError:
         return []
     return entries
 
 
-def latest(state: Path | str) -> tuple[int, Any] | None:
+def latest(state: StoragePath | str) -> tuple[int, Any] | None:
     """(ordinal, version) of the last snapshot recorded under `state`; None if none is."""
     entries = recorded(state)
     if not entries:
@@ -129,7 +129,7 @@ def latest(state: Path | str) -> tuple[int, Any] | None:
     return int(last["ordinal"]), _parse(last["version"], last["version_type"])
 
 
-def record(state: Path | str, applied: AppliedSnapshot) -> None:
+def record(state: StoragePath | str, applied: AppliedSnapshot) -> None:
     """Add `applied` to the log under `state`, replacing the file in one rename."""
     entries = recorded(state)
     entries.append({"ordinal": applied.ordinal, "version": _text(applied.version),
@@ -137,8 +137,4 @@ def record(state: Path | str, applied: AppliedSnapshot) -> None:
                     "rows": applied.rows, "rows_inserted": applied.inserted,
                     "rows_updated": applied.updated, "rows_deleted": applied.deleted,
                     "recorded_at": datetime.now(timezone.utc).isoformat()})
-    path = Path(state) / LOG_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{LOG_FILE}.tmp")
-    partial.write_text(json.dumps(entries, indent=1), encoding="utf-8")
-    os.replace(partial, path)
+    write_atomic(location(state) / LOG_FILE, json.dumps(entries, indent=1))
