@@ -11,9 +11,9 @@ text and its type), its rows and the keys it inserted, updated and deleted, and 
 (processing time). A snapshot is recorded after the target's MERGE, so the log never names a
 snapshot the target lacks. The file is replaced whole (storage's `write_atomic`: renamed into
 place on a local disk, one PUT on an object store): a crash leaves the old log or the new one,
-never half of one. A plain file, not a Delta table:
-recording a snapshot costs no Spark job. A full refresh deletes it with the target's state: the
-next update asks for the first snapshot again.
+never half of one. A plain file, not a Delta table: recording a snapshot costs no Spark job. A
+full refresh deletes it with the target's state: the next update asks for the first snapshot
+again.
 """
 
 from __future__ import annotations
@@ -130,7 +130,7 @@ def latest(state: StoragePath | str) -> tuple[int, Any] | None:
 
 
 def record(state: StoragePath | str, applied: AppliedSnapshot) -> None:
-    """Add `applied` to the log under `state`, replacing the file in one rename."""
+    """Add `applied` to the log under `state`, replacing the file whole (`write_atomic`)."""
     entries = recorded(state)
     entries.append({"ordinal": applied.ordinal, "version": _text(applied.version),
                     "version_type": version_type(applied.version) or "str",

@@ -173,8 +173,8 @@ def _registered_location(spark: SparkSession, name: str) -> str | None:
     if not catalog.tableExists(identifier):
         return None
     table = catalog.getTableRawMetadata(identifier)
-    if table.tableType().name() != "EXTERNAL":
-        raise GraphError(f"the session catalog has a {table.tableType().name().lower()} "
-                            f"table `{name}` of its own; the pipeline's table of that name "
-                            "cannot be registered over it")
+    kind = table.tableType().name()
+    if kind != "EXTERNAL":
+        raise GraphError(f"the session catalog has a {kind.lower()} table `{name}` of its own; "
+                         "the pipeline's table of that name cannot be registered over it")
     return str(table.location())
