@@ -52,8 +52,10 @@ $(JARS)/.s3a-resolved: jvm/s3a/pom.xml
 	touch $@
 
 # The JVM's class-data-sharing archive (src/exactly_once/local/engine/class_archive.py): Spark
-# sessions start faster with it, and work the same without it. Rebuilt when the jars change.
-$(CLASS_ARCHIVE): $(VENV)/.installed $(JARS)/.resolved $(LOCAL_FS_JAR)
+# sessions start faster with it, and work the same without it. Rebuilt when the jars change,
+# or the session's settings: which classes an update loads depends on them.
+$(CLASS_ARCHIVE): $(VENV)/.installed $(JARS)/.resolved $(LOCAL_FS_JAR) \
+                  $(wildcard src/exactly_once/local/engine/*.py)
 	$(BIN)/python -m exactly_once.local.execution.train_jvm $@
 
 demo: setup

@@ -74,6 +74,7 @@ def handle(args: argparse.Namespace) -> int:
     if settings.source == "kafka":
         common.require_broker(settings.kafka.bootstrap_servers)
 
+    from exactly_once.local.engine.expressions import compiled_classes
     from exactly_once.local.engine.jvm_processes import ProcessRecording, summary
     from exactly_once.local.execution.pipeline import run_pipeline
     from exactly_once.local.observe.progress import Progress
@@ -85,6 +86,7 @@ def handle(args: argparse.Namespace) -> int:
     timeline = Timeline(spark_jobs=args.profile)
     spark = common.spark_for(args, warehouse)
     processes = ProcessRecording(spark).start() if args.profile else None
+    classes = compiled_classes(spark) if args.profile else 0
     try:
         result = run_pipeline(spark, settings, warehouse,
                               full_refresh=args.full_refresh_all or common.flat(args.full_refresh),
@@ -92,6 +94,7 @@ def handle(args: argparse.Namespace) -> int:
                               timeline=timeline)
     finally:
         started = processes.stop() if processes else []
+        classes = compiled_classes(spark) - classes if args.profile else 0
         spark.stop()
     print(progress.summary(result, bronze="bronze_kafka_events", quarantine="quarantine",
                            late="late_events"))
@@ -101,6 +104,7 @@ def handle(args: argparse.Namespace) -> int:
         print(Progress.top_costs(timeline))
         print(f"Trace (open in https://ui.perfetto.dev or chrome://tracing): {trace}")
         print(f"Child processes the Spark JVM started during the update: {summary(started)}")
+        print(f"Expression classes compiled during the update: {classes}")
     print(f"Delta tables in {warehouse.resolve()}")
     return 0
 

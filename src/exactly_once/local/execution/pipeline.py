@@ -8,6 +8,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from exactly_once.config import Settings
+from exactly_once.local.engine.expressions import interpreted_expressions
 from exactly_once.local.execution.refresh import RefreshSelection
 from exactly_once.local.execution.update import PipelineUpdate
 from exactly_once.local.graph.loader import load_graph
@@ -47,7 +48,8 @@ def run_update(spark: SparkSession, settings: Settings, warehouse: StoragePath |
     for key, value in settings.to_conf().items():
         spark.conf.set(key, value)  # what the bundle's pipeline `configuration` does on Databricks
     timeline = timeline or Timeline()
-    with timeline.span(UPDATE, "load pipeline files"):
-        graph = load_graph(spark, pipeline_files(pipelines_dir))
-    return PipelineUpdate(spark, graph, Warehouse(location(warehouse)), progress,
-                          timeline).run(selection)
+    with interpreted_expressions(spark):  # no code generated per task (engine/expressions.py)
+        with timeline.span(UPDATE, "load pipeline files"):
+            graph = load_graph(spark, pipeline_files(pipelines_dir))
+        return PipelineUpdate(spark, graph, Warehouse(location(warehouse)), progress,
+                              timeline).run(selection)
