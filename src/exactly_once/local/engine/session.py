@@ -12,7 +12,7 @@ import pyspark
 from pyspark.sql import SparkSession
 
 from exactly_once.errors import MissingJarsError
-from exactly_once.local.engine import class_archive, local_fs
+from exactly_once.local.engine import driver_jvm, local_fs
 from exactly_once.local.engine.deployment import Deployment
 from exactly_once.paths import JARS_DIR
 
@@ -114,9 +114,8 @@ def build_session(warehouse: Path | str, app_name: str = "exactly-once",
     if not deployment.is_cluster:
         for key, value in local_fs.spark_conf().items():
             builder = builder.config(key, value)
-    # Classes mapped from `make setup`'s archive rather than loaded from jars, when it exists.
-    if java_options := class_archive.java_options():
-        builder = builder.config("spark.driver.extraJavaOptions", java_options)
+    # The JIT, the collector and `make setup`'s class archive (engine/driver_jvm.py).
+    builder = builder.config("spark.driver.extraJavaOptions", driver_jvm.java_options())
     for key, value in (dict(deployment.conf) | (extra_conf or {})).items():
         builder = builder.config(key, value)
     with _stderr_into(jvm_log):

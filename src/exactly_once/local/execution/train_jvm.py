@@ -11,7 +11,7 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from exactly_once.local.engine import class_archive
+from exactly_once.local.engine import class_archive, driver_jvm
 from exactly_once.local.engine.session import build_session
 from exactly_once.local.execution.pipeline import run_pipeline
 from exactly_once.paths import CLASS_ARCHIVE
@@ -32,7 +32,10 @@ def build(archive: Path = CLASS_ARCHIVE) -> None:
         stream = work / "stream.jsonl"
         write_kcat_jsonl(stream, as_consumed(generate_stream(GeneratorConfig(
             events=60, orders=6, players=3, malformed_rate=0.05, seed=1))))
-        options = f"-XX:ArchiveClassesAtExit={archive} {class_archive.QUIET}"
+        # The session's own options (no archive yet: it was removed above), so the classes
+        # archived are those a session loads with the same JIT and collector.
+        options = driver_jvm.java_options(f"-XX:ArchiveClassesAtExit={archive}",
+                                          class_archive.QUIET)
         spark = build_session(work / "warehouse", log_level="OFF",
                               extra_conf={"spark.driver.extraJavaOptions": options})
         run_pipeline(spark, replace(load_settings("local"), source=f"file:{stream}"),

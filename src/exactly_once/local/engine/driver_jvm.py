@@ -1,0 +1,33 @@
+"""The driver JVM's own options: when it compiles Java code with C2, how it collects garbage,
+and the class archive it maps (class_archive.py). In `local[N]` the driver is the whole engine.
+
+An update is many short queries over a few hundred rows each: hundreds of thousands of
+methods of Spark, Delta and Scala run some thousand times each, and few loops run long. With
+the JVM's default thresholds C2, the optimizing compiler, took every method called 5,000
+times and kept compiling for minutes: a third of the driver's CPU in a warm update, more in
+the first (BENCHMARKS.md, issue 25). C2 now takes a method once it has been called 30 times
+as often (or looped as long), so it compiles what runs per row of a large update and leaves
+the rest to C1. Measured on a warm ~100-record update, a new process's first one and 200,000
+events, against the defaults and C1 alone (which made 200,000 events 1.7x slower) and 10x
+and 100x the thresholds (100x: per-row code waits too long for C2).
+
+The parallel collector spends less CPU than G1 on this heap's short-lived garbage, and has no
+concurrent threads competing for the two cores.
+"""
+
+from __future__ import annotations
+
+from exactly_once.local.engine import class_archive
+
+# C2's thresholds, 30x HotSpot's (Tier4*: 5,000 calls; 600 with 15,000 calls + loop
+# iterations; 15,000; 40,000 loop iterations for on-stack replacement).
+JIT = ("-XX:Tier4InvocationThreshold=150000 -XX:Tier4MinInvocationThreshold=18000 "
+       "-XX:Tier4CompileThreshold=450000 -XX:Tier4BackEdgeThreshold=1200000")
+GC = "-XX:+UseParallelGC"
+
+
+def java_options(*more: str) -> str:
+    """`spark.driver.extraJavaOptions` of a session: these, the class archive when `make setup`
+    has built it, then `more`."""
+    return " ".join(option for option in (JIT, GC, class_archive.java_options(), *more)
+                    if option)
