@@ -66,7 +66,7 @@ def test_run_profile_prints_the_top_costs_and_writes_a_trace(in_session, tmp_pat
         assert "chmod" not in processes and "readlink" not in processes, processes
         assert "rm " not in processes, processes
     assert processes.endswith(": 0"), processes
-    # Every expression of an update is interpreted (engine/expressions.py): no class generated
+    # Every expression of an update is interpreted (engine/update_settings.py): no class generated
     # per task and query (455 in this update when they were compiled). What is left are the
     # few Spark and Delta paths that call a code generator directly (Delta's write statistics,
     # a scan's partition columns, the dedup's state rows), once per JVM and schema, cached after.

@@ -74,8 +74,8 @@ def handle(args: argparse.Namespace) -> int:
     if settings.source == "kafka":
         common.require_broker(settings.kafka.bootstrap_servers)
 
-    from exactly_once.local.engine.expressions import compiled_classes
     from exactly_once.local.engine.jvm_processes import ProcessRecording, summary
+    from exactly_once.local.engine.update_settings import compiled_classes
     from exactly_once.local.execution.pipeline import run_pipeline
     from exactly_once.local.observe.progress import Progress
     from exactly_once.local.observe.timeline import Timeline

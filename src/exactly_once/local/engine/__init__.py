@@ -1,13 +1,13 @@
 """The engine the runtime runs on: the Spark session and the JVM under it.
 
-    session.py        the SparkSession: Delta, the Kafka source, the settings an update needs
-    local_fs.py       local files through Java NIO, not chmod/readlink processes (jvm/local-fs)
-    driver_jvm.py     the driver JVM's options: its JIT, its collector, the class archive
-    class_archive.py  the JVM's class-data-sharing archive, mapped at start
-    expressions.py    an update's expressions interpreted, not compiled to classes
-    jvm_processes.py  the child processes the JVM starts, recorded by Java Flight Recorder
-    deployment.py     the master, the driver's address, what executors need (jars, S3A settings)
-    cluster.py        a Spark standalone cluster on this machine: a master and one-core workers
+    session.py          the SparkSession: Delta, the Kafka source, the settings an update needs
+    local_fs.py         local files through Java NIO, not chmod/readlink processes (jvm/local-fs)
+    driver_jvm.py       the driver JVM's options: its JIT, its collector, the class archive
+    class_archive.py    the JVM's class-data-sharing archive, mapped at start
+    update_settings.py  the settings an update runs with, the session's own back after
+    jvm_processes.py    the child processes the JVM starts, recorded by Java Flight Recorder
+    deployment.py       the master, the driver's address, what executors need (jars, S3A settings)
+    cluster.py          a Spark standalone cluster on this machine: a master and one-core workers
 
 The bottom wing: it imports no other wing.
 """

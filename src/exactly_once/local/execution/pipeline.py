@@ -8,12 +8,13 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from exactly_once.config import Settings
-from exactly_once.local.engine.expressions import interpreted_expressions
+from exactly_once.local.engine import update_settings
 from exactly_once.local.execution.refresh import RefreshSelection
 from exactly_once.local.execution.update import PipelineUpdate
 from exactly_once.local.graph.loader import load_graph
 from exactly_once.local.observe.progress import Progress, UpdateResult
 from exactly_once.local.observe.timeline import UPDATE, Timeline
+from exactly_once.local.storage import state_store
 from exactly_once.local.storage.files import StoragePath, location
 from exactly_once.local.storage.lock import WarehouseLock
 from exactly_once.local.storage.warehouse import Warehouse
@@ -48,8 +49,17 @@ def run_update(spark: SparkSession, settings: Settings, warehouse: StoragePath |
     for key, value in settings.to_conf().items():
         spark.conf.set(key, value)  # what the bundle's pipeline `configuration` does on Databricks
     timeline = timeline or Timeline()
-    with interpreted_expressions(spark):  # no code generated per task (engine/expressions.py)
+    lake = Warehouse(location(warehouse))
+    due = snapshot_due(spark, lake)
+    with update_settings.applied(spark, update_settings.for_update(snapshot_state=due)):
         with timeline.span(UPDATE, "load pipeline files"):
             graph = load_graph(spark, pipeline_files(pipelines_dir))
-        return PipelineUpdate(spark, graph, Warehouse(location(warehouse)), progress,
-                              timeline).run(selection)
+        return PipelineUpdate(spark, graph, lake, progress, timeline).run(selection)
+
+
+def snapshot_due(spark: SparkSession, warehouse: Warehouse) -> bool:
+    """Whether a flow's state store has gone long enough without a snapshot that this update
+    writes one (engine/update_settings.py)."""
+    every = update_settings.snapshot_every(spark)
+    return any(state_store.versions_since_snapshot(checkpoint) >= every
+               for checkpoint in warehouse.checkpoints())

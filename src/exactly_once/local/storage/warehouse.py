@@ -53,7 +53,18 @@ class Warehouse:
         return self.root / name
 
     def checkpoint_path(self, flow: str) -> StoragePath:
-        return self.root / PIPELINE_DIR / "checkpoints" / flow
+        return self._checkpoints_dir / flow
+
+    def checkpoints(self) -> list[StoragePath]:
+        """Every flow's checkpoint that exists."""
+        try:
+            return sorted(self._checkpoints_dir.iterdir(), key=str)
+        except FileNotFoundError:
+            return []
+
+    @property
+    def _checkpoints_dir(self) -> StoragePath:
+        return self.root / PIPELINE_DIR / "checkpoints"
 
     def auto_cdc_state_path(self, target: str) -> StoragePath:
         return self.root / PIPELINE_DIR / "auto_cdc" / target

@@ -1,0 +1,137 @@
+"""The session settings an update runs with (engine/update_settings.py): interpreted
+expressions while it runs and a state snapshot when one is due; the session's own settings
+back once it ends, also when updates overlap or one fails."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+from datetime import datetime, timezone
+
+import pytest
+
+from exactly_once.kafka.generator import GeneratorConfig, generate_stream
+from exactly_once.kafka.kcat import write_kcat_jsonl
+from exactly_once.local.engine.update_settings import (
+    CHANGELOG_CHECKPOINTING,
+    FACTORY_MODE,
+    MIN_DELTAS_FOR_SNAPSHOT,
+    applied,
+    compiled_classes,
+    for_update,
+)
+from exactly_once.local.execution.pipeline import run_pipeline
+from exactly_once.local.storage.files import location
+from exactly_once.local.storage.state_store import versions_since_snapshot
+from exactly_once.local.storage.warehouse import Warehouse
+
+
+def mode(spark) -> str | None:
+    return spark.conf.get(FACTORY_MODE, None)
+
+
+def test_an_update_s_expressions_are_interpreted_and_the_user_s_setting_comes_back(spark):
+    spark.conf.set(FACTORY_MODE, "CODEGEN_ONLY")  # a user's own choice, kept
+    try:
+        with applied(spark, for_update()):
+            assert mode(spark) == "NO_CODEGEN"
+        assert mode(spark) == "CODEGEN_ONLY"
+    finally:
+        spark.conf.unset(FACTORY_MODE)
+    with applied(spark, for_update(snapshot_state=True)):
+        assert mode(spark) == "NO_CODEGEN"
+        assert spark.conf.get(CHANGELOG_CHECKPOINTING) == "false"
+    assert spark.conf.get(FACTORY_MODE) == "FALLBACK"  # Spark's default, as before
+    assert spark.conf.get(CHANGELOG_CHECKPOINTING) == "true"  # the session's own
+
+
+def test_overlapping_updates_restore_once_the_last_one_ends(spark):
+    """Two updates of different warehouses in one session: the first to end must not give the
+    other compiled expressions, nor the last leave the session interpreted."""
+    first_in, second_in, first_out = threading.Event(), threading.Event(), threading.Event()
+    seen: list[str | None] = []
+
+    def first() -> None:
+        with applied(spark, for_update()):
+            first_in.set()
+            second_in.wait(30)
+        first_out.set()
+
+    def second() -> None:
+        first_in.wait(30)
+        with applied(spark, for_update()):
+            second_in.set()
+            first_out.wait(30)
+            seen.append(mode(spark))
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert seen == ["NO_CODEGEN"]
+    assert mode(spark) is None
+
+
+def test_a_failing_update_restores_the_settings(spark):
+    with pytest.raises(RuntimeError), applied(spark, for_update(snapshot_state=True)):
+        raise RuntimeError("a flow failed")
+    assert mode(spark) is None
+    assert spark.conf.get(CHANGELOG_CHECKPOINTING) == "true"
+
+
+def test_interpreted_queries_compile_no_class(spark):
+    """What `run --profile` counts: Janino compilations in the JVM."""
+    query = spark.range(7).selectExpr("id * 3 + 11 AS x", "concat('k', id) AS k").where("x > 1")
+    with applied(spark, for_update()):
+        before = compiled_classes(spark)
+        assert len(query.collect()) == 7
+        assert compiled_classes(spark) == before
+    before = compiled_classes(spark)
+    spark.range(5).selectExpr("id * 5 + 13 AS y", "concat('q', id) AS q").collect()
+    assert compiled_classes(spark) > before  # the counter counts
+
+
+def test_versions_since_snapshot_read_from_the_state_files(tmp_path):
+    checkpoint = tmp_path / "checkpoint"
+    assert versions_since_snapshot(checkpoint) == 0  # no state at all
+    store = checkpoint / "state" / "0" / "0"
+    store.mkdir(parents=True)
+    for name in ("1.changelog", "2.changelog", ".2.changelog.crc", "_metadata"):
+        (store / name).write_text("")
+    assert versions_since_snapshot(checkpoint) == 2  # never snapshotted: every version
+    (store / "3.zip").write_text("")
+    (store / "4.changelog").write_text("")
+    assert versions_since_snapshot(checkpoint) == 1
+    # The most behind of the stores counts; checkpoint format 2 names files <version>_<id>.
+    other = checkpoint / "state" / "0" / "1" / "left-keyToNumValues"
+    other.mkdir(parents=True)
+    for name in ("3_ab12.zip", "4_cd34.changelog", "5_ef56.changelog", "6_0a1b.changelog"):
+        (other / name).write_text("")
+    assert versions_since_snapshot(checkpoint) == 3
+
+
+def test_an_update_snapshots_state_stores_that_went_long_without_one(spark, settings,
+                                                                      tmp_path):
+    """Each update is a new run of every query, too short for Spark's background maintenance
+    to write a snapshot: without the update's own, stores replay every changelog ever."""
+    dumps, warehouse = tmp_path / "dumps", tmp_path / "warehouse"
+    dumps.mkdir()
+    stores = Warehouse(location(warehouse)).checkpoint_path("silver_orders") / "state"
+    spark.conf.set(MIN_DELTAS_FOR_SNAPSHOT, "2")
+    try:
+        for day in (1, 2, 3):
+            write_kcat_jsonl(dumps / f"stream-{day}.jsonl", generate_stream(GeneratorConfig(
+                events=30, orders=6, players=3, seed=day,
+                start=datetime(2026, 11, day, tzinfo=timezone.utc))))
+            run_pipeline(spark, replace(settings, source=f"file:{dumps}"), warehouse)
+            snapshots = sorted(p.name for p in stores.rglob("*.zip"))
+            if day < 3:  # changelogs only: a load replays them
+                assert snapshots == [], snapshots
+    finally:
+        spark.conf.unset(MIN_DELTAS_FOR_SNAPSHOT)
+    # Versions 1 and 2 were changelogs; update 3 wrote a snapshot of every store.
+    partitions = {p.parent for p in stores.rglob("*.changelog")}
+    assert partitions and {p.parent for p in stores.rglob("3.zip")} == partitions
+    assert versions_since_snapshot(stores.parent) == 0
+    assert spark.conf.get(CHANGELOG_CHECKPOINTING) == "true"
