@@ -4,6 +4,7 @@ one Spark standalone cluster and one S3-compatible store for the tests beyond on
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,11 @@ from exactly_once.config import Settings, load_settings
 # Registered once for the whole run, so each session fixture in them is set up once: a test module
 # that imported a fixture by name would get a definition (and a setup) of its own.
 pytest_plugins = ["kafka_fixtures", "quality_fixtures", "cluster_fixtures"]
+
+# Every command the suite runs, in-process or as an `exactly-once` process, runs where the test
+# says: a resident engine a developer left running must not take them (test_resident_engine
+# starts one of its own and lets its processes use it).
+os.environ["EXACTLY_ONCE_ENGINE"] = "off"
 
 
 @pytest.fixture(scope="session")

@@ -9,6 +9,7 @@ is either the real one (the warehouse lock) or real graph code that raises.
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from exactly_once.errors import (
     BrokerError,
     CliError,
     ClusterError,
+    EngineError,
     ExactlyOnceError,
     ExpectationError,
     FlowError,
@@ -186,6 +188,23 @@ def test_a_master_that_does_not_answer(tmp_path, no_spark, capsys):
     assert in_process_error_line(capsys) == (
         f"no Spark master answers at {master}; start the local cluster with "
         "`exactly-once cluster start`, or name a running master")
+
+
+@covers(EngineError)
+def test_an_engine_that_cannot_start_its_session(tmp_path):
+    """`engine start` waits for the engine to be warm: when its JVM cannot start, one line with
+    the end of the engine's log, and no engine left behind."""
+    env = os.environ | {"EXACTLY_ONCE_HOME": str(tmp_path), "JAVA_HOME": "/nonexistent"}
+    done = subprocess.run([sys.executable, "-m", "exactly_once.cli", "engine", "start"],
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 1, done.stdout + done.stderr
+    line = only_error_line(done.stderr)
+    assert line.startswith("the engine exited with 1 while starting: the Spark session did not "
+                           "start: [JAVA_GATEWAY_EXITED] "), line
+    assert line.endswith(f"(its log: {tmp_path / 'engine' / 'engine.log'})"), line
+    status = subprocess.run([sys.executable, "-m", "exactly_once.cli", "engine", "status"],
+                            capture_output=True, text=True, timeout=60, env=env)
+    assert (status.returncode, status.stdout) == (3, "no engine running\n")
 
 
 @covers(ObjectStoreError)

@@ -46,6 +46,10 @@ class ClusterError(ExactlyOnceError):
     """The Spark standalone cluster could not be started or reached, or lost a daemon."""
 
 
+class EngineError(ExactlyOnceError):
+    """The resident engine could not be started or reached, or cannot run this command."""
+
+
 class ObjectStoreError(ExactlyOnceError):
     """The warehouse's object store cannot be reached, or cannot do what the runtime needs."""
 

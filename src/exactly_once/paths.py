@@ -19,6 +19,8 @@ DEFAULT_WAREHOUSE = LOCAL_DIR / "warehouse"
 BROKER_DIR = LOCAL_DIR / "kafka"
 # The local Spark standalone cluster (`exactly-once cluster start`): pids, logs, work dirs.
 CLUSTER_DIR = LOCAL_DIR / "cluster"
+# The resident engine (`exactly-once engine start`): its socket, pid file and log.
+ENGINE_DIR = LOCAL_DIR / "engine"
 # What the Spark JVM a command starts prints itself (start-up notes, anything outside its log
 # level), appended; the command's own stderr keeps only its messages.
 SPARK_LOG = LOCAL_DIR / "logs" / "spark.log"

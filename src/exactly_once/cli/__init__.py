@@ -2,6 +2,7 @@
 
     exactly-once broker start|stop|status      a local Apache Kafka broker (KRaft, loopback)
     exactly-once cluster start|stop|status     a local Spark standalone cluster (2 workers)
+    exactly-once engine start|stop|status      a resident warm session the commands run in
     exactly-once produce FILE                  publish a `kcat -C -J` JSONL file
     exactly-once generate [--events N ...]     publish a synthetic stream with redeliveries
     exactly-once export-players [--days N ...] write a synthetic daily players export (CSV)
@@ -15,8 +16,8 @@
     exactly-once quality validate|dashboard    Great Expectations + Data Docs; the HTML dashboard
 
 One module per command, each with `add_parser(subparsers)`; this one only builds the parser
-and dispatches. Errors print one line and exit non-zero; nothing here is meant to end in a
-traceback.
+and dispatches, to the resident engine when one runs (resident.py). Errors print one line
+and exit non-zero; nothing here is meant to end in a traceback.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from exactly_once.cli import (
     broker,
     cluster,
     dry_run,
+    engine,
     events,
     explain,
     export_players,
@@ -35,12 +37,13 @@ from exactly_once.cli import (
     graph,
     produce,
     quality,
+    resident,
     run,
     show,
 )
 from exactly_once.errors import ExactlyOnceError
 
-COMMANDS = (broker, cluster, produce, generate, export_players, run, dry_run, graph, show,
+COMMANDS = (broker, cluster, engine, produce, generate, export_players, run, dry_run, graph, show,
             events, explain, quality)
 
 
@@ -56,6 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        if resident.serves(args):
+            return resident.forward(sys.argv[1:] if argv is None else argv)
         return args.handler(args)
     except ExactlyOnceError as err:
         print(f"exactly-once: error: {one_line(str(err))}", file=sys.stderr)

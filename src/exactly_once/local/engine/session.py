@@ -11,7 +11,7 @@ from pathlib import Path
 import pyspark
 from pyspark.sql import SparkSession
 
-from exactly_once.errors import MissingJarsError
+from exactly_once.errors import EngineError, MissingJarsError
 from exactly_once.local.engine import driver_jvm, local_fs
 from exactly_once.local.engine.deployment import Deployment
 from exactly_once.paths import JARS_DIR
@@ -63,6 +63,18 @@ def _stderr_into(log: Path | None) -> Iterator[None]:
         os.close(saved)
 
 
+# The session of a resident engine (cli/resident.py), which every command it runs gets.
+_resident: SparkSession | None = None
+
+
+def keep_resident(spark: SparkSession) -> None:
+    """From now on `build_session` returns `spark` for a `local[N]` deployment, and a command's
+    `stop()` leaves it running: the resident engine runs command after command in it."""
+    global _resident
+    spark.stop = lambda: None  # type: ignore[method-assign]
+    _resident = spark
+
+
 def build_session(warehouse: Path | str, app_name: str = "exactly-once",
                   shuffle_partitions: int = 4, extra_conf: dict[str, str] | None = None,
                   log_level: str = "ERROR", jvm_log: Path | None = None,
@@ -71,6 +83,12 @@ def build_session(warehouse: Path | str, app_name: str = "exactly-once",
     prints outside `log_level`), for a command whose stderr must hold only its own messages.
     `deployment`: the master and what its executors need (default: `local[2]`)."""
     deployment = deployment or Deployment()
+    if _resident is not None:
+        if deployment.is_cluster or deployment.jar_dirs:
+            raise EngineError(f"the resident engine runs local[2]; stop it "
+                              f"(`exactly-once engine stop`) to run on {deployment.master}"
+                              f"{' with an object store' if deployment.jar_dirs else ''}")
+        return _resident
     builder = (
         SparkSession.builder.master(deployment.master)
         .appName(app_name)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from exactly_once.errors import GraphError
@@ -48,6 +49,12 @@ class AutoCdcTables:
 @dataclass(frozen=True)
 class Warehouse:
     root: StoragePath
+
+    def __post_init__(self) -> None:
+        # Spark's JVM resolves a relative path against its own working directory, which is
+        # not the command's when it runs in the resident engine (cli/resident.py).
+        if isinstance(self.root, Path) and not self.root.is_absolute():
+            object.__setattr__(self, "root", self.root.absolute())
 
     def table_path(self, name: str) -> StoragePath:
         return self.root / name

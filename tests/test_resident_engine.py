@@ -1,0 +1,125 @@
+"""The resident engine (cli/resident.py): `exactly-once` processes run their Spark commands in
+its warm session, with their own output, exit code, working directory and Ctrl-C; commands
+that need a session of their own stay in their process. One engine for the module."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from exactly_once.kafka.generator import GeneratorConfig, generate_stream
+from exactly_once.kafka.kcat import write_kcat_jsonl
+
+
+def env_of(home: Path, **more: str) -> dict[str, str]:
+    env = os.environ | {"EXACTLY_ONCE_HOME": str(home)}
+    env.pop("EXACTLY_ONCE_ENGINE", None)  # the suite keeps its own commands in-process
+    return env | more
+
+
+def cli(home: Path, *args: str, cwd: Path | None = None, timeout: float = 300,
+        **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "exactly_once.cli", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=timeout,
+                          env=env_of(home, **env))
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory):
+    home = tmp_path_factory.mktemp("engine-home")
+    started = cli(home, "engine", "start", timeout=900)
+    assert started.returncode == 0, started.stdout + started.stderr
+    assert "Engine running (pid " in started.stdout
+    yield home
+    stopped = cli(home, "engine", "stop")
+    assert stopped.stdout.strip() == "Engine stopped", stopped.stdout + stopped.stderr
+
+
+def dumps_in(directory: Path, *days: int) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    for day in days:
+        write_kcat_jsonl(directory / f"stream-{day}.jsonl", generate_stream(GeneratorConfig(
+            events=40, orders=8, players=4, seed=day,
+            start=datetime(2026, 11, day, tzinfo=timezone.utc))))
+    return directory
+
+
+def test_a_command_runs_in_the_engine_s_session_from_the_process_s_directory(engine, tmp_path):
+    """No JVM can start in the process (JAVA_HOME names nothing), so the update ran in the
+    engine; relative paths are the process's."""
+    dumps_in(tmp_path / "dumps", 3)
+    run = cli(engine, "run", "--source", "file:dumps", "--warehouse", "lake", cwd=tmp_path,
+              JAVA_HOME="/nonexistent")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "Update finished in " in run.stdout
+    assert f"Delta tables in {(tmp_path / 'lake').resolve()}" in run.stdout
+    assert (tmp_path / "lake" / "orders" / "_delta_log").is_dir()
+    shown = cli(engine, "show", "orders", "--warehouse", str(tmp_path / "lake"),
+                JAVA_HOME="/nonexistent")
+    assert shown.returncode == 0 and "order_id" in shown.stdout, shown.stdout + shown.stderr
+    # The same command in its own process needs a JVM: EXACTLY_ONCE_ENGINE=off keeps it there.
+    alone = cli(engine, "show", "orders", "--warehouse", str(tmp_path / "lake"),
+                JAVA_HOME="/nonexistent", EXACTLY_ONCE_ENGINE="off")
+    assert alone.returncode != 0
+
+
+def test_an_error_is_the_command_s_own_line_and_exit_code(engine, tmp_path):
+    shown = cli(engine, "show", "no_such_table", "--warehouse", str(tmp_path / "empty"))
+    assert shown.returncode == 1
+    assert shown.stderr.startswith("exactly-once: error: ") and shown.stderr.count("\n") == 1
+    assert "Traceback" not in shown.stderr
+
+
+def test_ctrl_c_stops_the_command_and_the_engine_serves_the_next(engine, tmp_path):
+    """SIGINT to the process reaches the command as Ctrl-C; the engine's session is left with
+    no query running and takes the next command."""
+    dumps = dumps_in(tmp_path / "dumps", 5)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "exactly_once.cli", "run", "--continuous", "--trigger-interval",
+         "1 second", "--source", f"file:{dumps}", "--warehouse", str(tmp_path / "lake")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env_of(engine))
+    assert process.stdout is not None
+    first = process.stdout.readline()  # the first update's line: the command is running
+    assert first.startswith("update ") and " finished in " in first, first
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=300)
+    assert process.returncode == 0, out + err
+    assert "Continuous run stopped (SIGINT) after " in out, out
+    again = cli(engine, "run", "--source", f"file:{dumps}", "--warehouse",
+                str(tmp_path / "lake"))
+    assert again.returncode == 0, again.stdout + again.stderr
+
+
+def test_commands_that_need_their_own_session_stay_in_their_process(engine):
+    from exactly_once.cli import build_parser, resident
+    from exactly_once.paths import ENGINE_DIR
+
+    home = engine / "engine"
+    assert ENGINE_DIR != home  # this process's default engine is not the test's
+    parse = build_parser().parse_args
+    saved = os.environ.pop("EXACTLY_ONCE_ENGINE", None)
+    try:
+        assert resident.serves(parse(["show", "orders"]), home)
+        assert not resident.serves(parse(["run", "--master", "spark://127.0.0.1:7077"]), home)
+        assert not resident.serves(parse(["run", "--warehouse", "s3a://lake/w"]), home)
+        assert not resident.serves(parse(["generate", "--events", "5"]), home)
+        os.environ["EXACTLY_ONCE_ENGINE"] = "off"
+        assert not resident.serves(parse(["show", "orders"]), home)
+    finally:
+        os.environ.pop("EXACTLY_ONCE_ENGINE", None)
+        if saved is not None:
+            os.environ["EXACTLY_ONCE_ENGINE"] = saved
+
+
+def test_status_and_a_second_start(engine):
+    status = cli(engine, "engine", "status")
+    assert status.returncode == 0 and status.stdout.startswith("Engine running (pid ")
+    pid = status.stdout.split("pid ")[1].split(",")[0]
+    again = cli(engine, "engine", "start")  # the running one, not a second
+    assert again.returncode == 0 and f"pid {pid}," in again.stdout
