@@ -76,8 +76,13 @@ def test_run_profile_prints_the_top_costs_and_writes_a_trace(in_session, tmp_pat
     assert "Top costs of the " in out and "Trace (open in " in out and str(trace) in out
     table = out[out.index("Top costs"):out.index("Trace (open")].splitlines()[2:]
     assert table and all(WAIT_FOR_UPSTREAM not in line for line in table)
-    seconds = [float(line.split()[-3]) for line in table]
+    columns = [line.split() for line in table]
+    seconds = [float(c[-5]) for c in columns]
     assert seconds == sorted(seconds, reverse=True)
+    # The JVM's CPU of each phase: the driver's (its thread) and its Spark jobs' tasks. Where a
+    # phase ran jobs their tasks took CPU, and the costliest phases all ran on the driver.
+    assert all(float(c[-1]) > 0 for c in columns if c[-3] != "-" and int(c[-3]) > 0), table
+    assert sum(float(c[-2]) for c in columns if c[-2] != "-") > 0, table
     events = json.loads(trace.read_text())["traceEvents"]
     spans = [e for e in events if e["ph"] == "X"]
     assert {e["cat"] for e in spans} >= {"bronze_kafka_events", "orders", "player_xp"}

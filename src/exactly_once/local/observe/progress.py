@@ -113,11 +113,16 @@ class Progress:
     @staticmethod
     def top_costs(timeline: Timeline, limit: int = 15) -> str:
         """Where the update's seconds went: own time per flow and phase, costliest first."""
-        rows = timeline.top_costs(limit)
         total = max((s.end for s in timeline.spans), default=0.0)
-        lines = [f"Top costs of the {total:.1f}s update (own seconds, each counted once):",
-                 f"  {'flow':<28} {'phase':<22} {'seconds':>8} {'times':>6} {'Spark jobs':>11}"]
-        for flow, phase, seconds, times, jobs in rows:
-            lines.append(f"  {flow or '(update)':<28} {phase:<22} {seconds:>8.2f} {times:>6} "
-                         f"{'' if jobs is None else jobs:>11}")
+        lines = [f"Top costs of the {total:.1f}s update (own seconds, each counted once; the "
+                 "JVM's CPU seconds of the driver's work and of the tasks):",
+                 f"  {'flow':<28} {'phase':<22} {'seconds':>8} {'times':>6} {'Spark jobs':>11}"
+                 f" {'driver CPU':>11} {'task CPU':>9}"]
+
+        def cpu(value: float | None, width: int) -> str:
+            return f"{'-' if value is None else f'{value:.2f}':>{width}}"
+        for c in timeline.top_costs(limit):
+            lines.append(f"  {c.flow or '(update)':<28} {c.phase:<22} {c.seconds:>8.2f} "
+                         f"{c.spans:>6} {'-' if c.spark_jobs is None else c.spark_jobs:>11} "
+                         f"{cpu(c.driver_cpu_seconds, 11)} {cpu(c.task_cpu_seconds, 9)}")
         return "\n".join(lines)

@@ -8,7 +8,11 @@ run (`Timeline.span`), micro-batch steps come from the query's progress (`add_pr
 
 With `spark_jobs=True` (`exactly-once run --profile`, the benchmarks) every Spark job of the
 update is read from Spark's status store at the end and counted into the innermost span of its
-flow that was open when it was submitted. That costs about 2 ms per job, so plain runs skip it.
+flow that was open when it was submitted, with the CPU its tasks spent (run and deserialization).
+Each span recorded in Python also measures the CPU of the JVM thread doing its work: PySpark
+pins each Python thread to a JVM thread of its own, and a micro-batch's `foreachBatch` runs on
+its streaming query's thread, so the driver's planning, MERGE commands and Delta commits of a
+span are counted in it. That costs a few milliseconds per job and span, so plain runs skip it.
 
 The spans go to the event log (`flow_timeline` rows, see event_log.py), to a Chrome / Perfetto
 trace (`chrome_trace`: open it in https://ui.perfetto.dev or chrome://tracing) and to the top
@@ -51,6 +55,8 @@ class Span:
     spark_tasks: int | None = None
     spark_job_seconds: float | None = None
     spark_job_names: tuple[str, ...] = ()  # what each job was (Delta's description, call site)
+    driver_cpu_seconds: float | None = None  # the JVM thread that did the span's work
+    task_cpu_seconds: float | None = None  # the tasks of its Spark jobs
 
     @property
     def end(self) -> float:
@@ -64,6 +70,7 @@ class _Job:
     tasks: int
     description: str
     name: str  # the call site that submitted it
+    task_cpu_seconds: float = 0.0
 
     def label(self) -> str:
         """What the job did, in a few words: Delta names its own jobs in the description's
@@ -83,6 +90,7 @@ class Timeline:
     spans: list[Span] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _first_job: int | None = None
+    _threads: Any = None  # the JVM's ThreadMXBean, when profiling
 
     def now(self) -> float:
         return time.monotonic() - self.origin
@@ -94,12 +102,18 @@ class Timeline:
     @contextmanager
     def span(self, flow: str, phase: str, batch: int | None = None,
              detail: str = "") -> Iterator[None]:
-        start = self.now()
+        start, cpu = self.now(), self._thread_cpu()
         try:
             yield
         finally:
+            driver_cpu = None if cpu is None else (self._thread_cpu() or cpu) - cpu
             self.add(Span(flow, phase, start, self.now() - start, batch, detail,
-                          threading.current_thread().name))
+                          threading.current_thread().name, driver_cpu_seconds=driver_cpu))
+
+    def _thread_cpu(self) -> float | None:
+        """CPU seconds of the JVM thread serving this Python thread (profiling only)."""
+        return None if self._threads is None else \
+            self._threads.getCurrentThreadCpuTime() / 1e9
 
     def add_progress(self, flow: str, progress: dict[str, Any]) -> None:
         """A micro-batch from its StreamingQueryProgress: the batch, then its steps in order,
@@ -129,6 +143,8 @@ class Timeline:
         """Remember where this update's Spark jobs start (only when counting them)."""
         if self.spark_jobs:
             self._first_job = _last_job_id(spark) + 1
+            self._threads = spark.sparkContext._jvm.java.lang.management.ManagementFactory \
+                .getThreadMXBean()
 
     def count_spark_jobs(self, spark: Any) -> None:
         """Count each job of this update into the innermost open span of its flow (by the
@@ -151,16 +167,18 @@ class Timeline:
                 self.spans[index] = replace(
                     span, spark_jobs=len(mine), spark_tasks=sum(j.tasks for j in mine),
                     spark_job_seconds=round(float(sum(j.seconds for j in mine)), 3),
-                    spark_job_names=tuple(j.label() for j in mine))
+                    spark_job_names=tuple(j.label() for j in mine),
+                    task_cpu_seconds=round(sum(j.task_cpu_seconds for j in mine), 4))
+        self._threads = None  # the update is over: later spans are not measured
 
     # -- views ---------------------------------------------------------------------------------
     def of_flow(self, flow: str) -> list[Span]:
         return sorted((s for s in self.spans if s.flow == flow), key=lambda s: s.start)
 
-    def self_seconds(self) -> list[float]:
-        """Each span's own time: its seconds less those of the spans directly inside it (of its
-        flow), so that summing them counts every second once."""
-        own = [s.seconds for s in self.spans]
+    def self_seconds(self, measure: str = "seconds") -> list[float]:
+        """Each span's own time (or `measure`: driver_cpu_seconds): its seconds less those of the
+        spans directly inside it (of its flow), so that summing them counts every second once."""
+        own = [getattr(s, measure) or 0.0 for s in self.spans]
         by_flow: dict[str, list[int]] = defaultdict(list)
         for i, s in enumerate(self.spans):
             by_flow[s.flow].append(i)
@@ -175,24 +193,28 @@ class Timeline:
                         break
                     # A direct child starts after the previous direct child ended.
                     if child.start >= inner_end - EPSILON and child.end <= parent.end + EPSILON:
-                        own[i] -= child.seconds
+                        own[i] -= getattr(child, measure) or 0.0
                         inner_end = child.end
         return [max(seconds, 0.0) for seconds in own]
 
-    def top_costs(self, limit: int = 12) -> list[tuple[str, str, float, int, int | None]]:
-        """(flow, phase, own seconds, spans, Spark jobs) summed per flow and phase, costliest
-        first: where the update's seconds went, each counted once."""
-        totals: dict[tuple[str, str], list[Any]] = {}
-        for s, own in zip(self.spans, self.self_seconds(), strict=True):
+    def top_costs(self, limit: int = 12) -> list[Cost]:
+        """Own seconds, spans, Spark jobs and CPU summed per flow and phase, costliest first:
+        where the update's seconds went, each counted once."""
+        totals: dict[tuple[str, str], Cost] = {}
+        driver_cpu = self.self_seconds("driver_cpu_seconds")
+        for s, own, cpu in zip(self.spans, self.self_seconds(), driver_cpu, strict=True):
             if s.phase == WAIT_FOR_UPSTREAM:  # idle: the upstream's own spans count that time
                 continue
-            entry = totals.setdefault((s.flow, s.phase), [0.0, 0, None])
-            entry[0] += own
-            entry[1] += 1
+            cost = totals.setdefault((s.flow, s.phase), Cost(s.flow, s.phase))
+            cost.seconds += own
+            cost.spans += 1
             if s.spark_jobs is not None:
-                entry[2] = (entry[2] or 0) + s.spark_jobs
-        ranked = sorted(totals.items(), key=lambda kv: -kv[1][0])[:limit]
-        return [(flow, phase, round(v[0], 3), v[1], v[2]) for (flow, phase), v in ranked]
+                cost.spark_jobs = (cost.spark_jobs or 0) + s.spark_jobs
+            if s.driver_cpu_seconds is not None:
+                cost.driver_cpu_seconds = (cost.driver_cpu_seconds or 0.0) + max(cpu, 0.0)
+            if s.task_cpu_seconds is not None:
+                cost.task_cpu_seconds = (cost.task_cpu_seconds or 0.0) + s.task_cpu_seconds
+        return sorted(totals.values(), key=lambda c: -c.seconds)[:limit]
 
     def chrome_trace(self) -> dict[str, Any]:
         """The spans as Chrome trace events (one track per flow), for Perfetto or
@@ -211,6 +233,10 @@ class Timeline:
                             spark_job_seconds=s.spark_job_seconds)
             if s.spark_job_names:
                 args["spark_job_names"] = list(s.spark_job_names)
+            if s.driver_cpu_seconds is not None:
+                args["driver_cpu_seconds"] = round(s.driver_cpu_seconds, 4)
+            if s.task_cpu_seconds is not None:
+                args["task_cpu_seconds"] = s.task_cpu_seconds
             events.append({"ph": "X", "name": s.phase, "cat": s.flow or "update", "pid": 1,
                            "tid": tracks[s.flow], "ts": round(s.start * 1e6),
                            "dur": max(round(s.seconds * 1e6), 1), "args": args})
@@ -220,6 +246,26 @@ class Timeline:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(self.chrome_trace()), encoding="utf-8")
         return path
+
+
+@dataclass
+class Cost:
+    """One flow's phase, summed over its spans (`Timeline.top_costs`). CPU is None where it was
+    not measured (no --profile, or a phase read from a query's progress)."""
+
+    flow: str
+    phase: str
+    seconds: float = 0.0  # own wall seconds
+    spans: int = 0
+    spark_jobs: int | None = None
+    driver_cpu_seconds: float | None = None
+    task_cpu_seconds: float | None = None
+
+    def as_row(self) -> list[Any]:
+        def rounded(value: float | None) -> float | None:
+            return None if value is None else round(value, 3)
+        return [self.flow, self.phase, round(self.seconds, 3), self.spans, self.spark_jobs,
+                rounded(self.driver_cpu_seconds), rounded(self.task_cpu_seconds)]
 
 
 # Seconds of slack when nesting spans: micro-batch steps are placed by the wall clock of their
@@ -257,6 +303,7 @@ def _last_job_id(spark: Any) -> int:
 def _jobs_since(spark: Any, first: int, wall_origin: float) -> list[_Job]:
     """Jobs with id >= `first`, from the status store (what the Spark UI shows)."""
     found = []
+    store = spark.sparkContext._jsc.sc().statusStore()
     for job in _status_jobs(spark):
         if job.jobId() < first:
             break
@@ -267,5 +314,18 @@ def _jobs_since(spark: Any, first: int, wall_origin: float) -> list[_Job]:
             if job.completionTime().isDefined() else submitted
         description = job.description().get() if job.description().isDefined() else ""
         found.append(_Job(submitted - wall_origin, done - submitted, job.numTasks(),
-                          description, str(job.name())))
+                          description, str(job.name()), _task_cpu(store, job)))
     return found
+
+
+def _task_cpu(store: Any, job: Any) -> float:
+    """CPU seconds the tasks of `job`'s stages spent running and deserializing."""
+    nanos = 0
+    stages = job.stageIds().iterator()
+    while stages.hasNext():
+        try:
+            stage = store.lastStageAttempt(stages.next())
+        except Exception:  # noqa: BLE001 - a skipped stage has no attempt
+            continue
+        nanos += stage.executorCpuTime() + stage.executorDeserializeCpuTime()
+    return nanos / 1e9
