@@ -1,33 +1,31 @@
 """`exactly-once engine start|stop|status`: the resident engine, a warm Spark session that the
-commands using Spark run in while it is up (cli/resident.py)."""
+commands using Spark run in while it is up (cli/resident.py). Its socket, pid and log are in
+ENGINE_DIR (`.local/engine/`, under EXACTLY_ONCE_HOME when set), where the commands look."""
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from exactly_once.cli import common
-from exactly_once.paths import ENGINE_DIR
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = common.command(subparsers, "engine", handle,
                             help="start, stop or check the resident engine (a warm session)")
     parser.add_argument("action", choices=["start", "stop", "status"])
-    parser.add_argument("--home", type=Path, default=ENGINE_DIR, help="its socket, pid and log")
 
 
 def handle(args: argparse.Namespace) -> int:
     from exactly_once.cli import resident
 
     if args.action == "start":
-        info = resident.start(home=args.home)
+        info = resident.start()
         print(f"Engine running (pid {info.pid}, socket {info.socket}, log {info.log}): commands "
               f"using Spark run in its warm session")
     elif args.action == "stop":
-        print("Engine stopped" if resident.stop(home=args.home) else "no engine was running")
+        print("Engine stopped" if resident.stop() else "no engine was running")
     else:
-        running = resident.status(home=args.home)
+        running = resident.status()
         if running is None:
             print("no engine running")
             return 3
