@@ -24,6 +24,8 @@ own code, on the same machine, minutes apart. Parts:
   session).
 - throughput: `--events` events (200,000) end to end as a process, and the same file appended
   to one Delta table by plain Structured Streaming as a process (target: raw / pipeline >= 0.5).
+- engine (this tree only): `exactly-once engine start`, then updates of ~100 records and the
+  6,300-record stream, each an `exactly-once run` process that the warm engine runs.
 
 `--profile` adds, for this tree only, the timeline's top costs of a profiled run of each part
 (local/observe/timeline.py; Spark jobs counted, which costs a little time of its own).
@@ -48,12 +50,11 @@ from _common import REPO, commit, stream_records
 from exactly_once.kafka.generator import GeneratorConfig, generate_stream
 from exactly_once.kafka.kcat import as_consumed, write_kcat_jsonl
 
-PARTS = ("warm", "ab", "process", "throughput")
+PARTS = ("warm", "ab", "process", "throughput", "engine")
 WARM_UPDATES = 4  # the first of a new process, then three warm ones
 # Settings the `ab` part alternates with the session's own: (name, {key: alternative value}).
 AB_SETTINGS = (
-    ("expression codegen off (factoryMode NO_CODEGEN, issue 19; breaks listTables)",
-     {"spark.sql.codegen.factoryMode": "NO_CODEGEN"}),
+    ("adaptive query execution off", {"spark.sql.adaptive.enabled": "false"}),
     ("RocksDB changelog checkpointing off",
      {"spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "false"}),
 )
@@ -86,9 +87,10 @@ spark.stop()
 """
 
 
-def process(tree: Path, args: list[str], timeout: float = 1800) -> tuple[float, str]:
+def process(tree: Path, args: list[str], timeout: float = 1800,
+            env: dict[str, str] | None = None) -> tuple[float, str]:
     """Runs `python <args>` with `tree`'s code; returns (wall seconds, stdout)."""
-    env = {**os.environ, "PYTHONPATH": f"{tree / 'src'}:{REPO / 'benchmarks'}"}
+    env = {**os.environ, "PYTHONPATH": f"{tree / 'src'}:{REPO / 'benchmarks'}", **(env or {})}
     started = time.monotonic()
     done = subprocess.run([sys.executable, *args], cwd=tree, env=env, capture_output=True,
                           text=True, timeout=timeout)
@@ -99,9 +101,11 @@ def process(tree: Path, args: list[str], timeout: float = 1800) -> tuple[float, 
     return seconds, done.stdout
 
 
-def cli_run(tree: Path, source: Path, warehouse: Path) -> tuple[float, str]:
-    return process(tree, ["-m", "exactly_once.cli", "run", "--quiet", "--source",
-                          f"file:{source}", "--warehouse", str(warehouse)])
+def cli_run(tree: Path, source: Path | str, warehouse: Path,
+            env: dict[str, str] | None = None) -> tuple[float, str]:
+    source = source if str(source).startswith("file:") else f"file:{source}"
+    return process(tree, ["-m", "exactly_once.cli", "run", "--quiet", "--source", str(source),
+                          "--warehouse", str(warehouse)], env=env)
 
 
 # -- warm and ab: run inside the measured tree's process (`--worker PART DIR`) -----------------
@@ -110,6 +114,9 @@ class Driver:
 
     def __init__(self, work: Path) -> None:
         namespace: dict = {}
+        if options := os.environ.get("BENCH_JAVA_OPTIONS"):  # another JVM's (jdk25_bench.py)
+            from exactly_once.local.engine import driver_jvm
+            driver_jvm.java_options = lambda *more: " ".join((options, *more))
         exec(IMPORTS, namespace)  # noqa: S102 - the measured tree's own modules
         self.build_session = namespace["build_session"]
         self.run_pipeline = namespace["run_pipeline"]
@@ -183,7 +190,8 @@ def warm_worker(work: Path, profile: bool) -> None:
             .option("checkpointLocation", str(work / f"raw{i}_checkpoint")) \
             .trigger(availableNow=True).start(str(work / f"raw{i}")).awaitTermination()
         row["raw"] = time.monotonic() - started
-        row["top_costs"] = result.timeline.top_costs(12) if profiled else []
+        row["top_costs"] = [c.as_row() for c in result.timeline.top_costs(12)] if profiled \
+            else []
         print(json.dumps({"update": i + 1, "records": records, "profiled": profiled, **row}),
               flush=True)
     spark.stop()
@@ -219,14 +227,16 @@ def mean(values: list[float]) -> float:
     return sum(values) / len(values)
 
 
-def warm(tree: Path, work: Path, profile: bool) -> dict[str, float]:
-    process(tree, [__file__, "--worker", "history", str(work)])
-    _, out = process(tree, [__file__, "--worker", "warm", str(work), *(["--profile"] * profile)])
+def warm(tree: Path, work: Path, profile: bool,
+         env: dict[str, str] | None = None) -> dict[str, float]:
+    process(tree, [__file__, "--worker", "history", str(work)], env=env)
+    _, out = process(tree, [__file__, "--worker", "warm", str(work), *(["--profile"] * profile)],
+                     env=env)
     rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     for row in rows:
         if row["profiled"]:
             print(f"  profiled update ({row['records']} records, {row['seconds']:.1f}s), "
-                  "top costs (flow, phase, own s, spans, Spark jobs):")
+                  "top costs (flow, phase, own s, spans, Spark jobs, driver CPU s, task CPU s):")
             for cost in row["top_costs"]:
                 print(f"    {cost}")
             continue
@@ -263,6 +273,35 @@ def ab(tree: Path, work: Path) -> dict[str, float]:
                   f"own / alternative {own / other:.2f}")
             results[f"A/B {name}: own / alternative, {label}"] = own / other
     return results
+
+
+# -- engine: `exactly-once run` processes sent to a warm resident engine (cli/resident.py) -------
+def engine(tree: Path, work: Path) -> dict[str, float]:
+    """The engine started, a 1,000-event history, then updates of ~100 new records and the demo's
+    6,300 records, each an `exactly-once run` process sent to the engine."""
+    from _common import Feed
+
+    env = {"EXACTLY_ONCE_HOME": str(work / "home"), "EXACTLY_ONCE_ENGINE": "on"}
+    started, _ = process(tree, ["-m", "exactly_once.cli", "engine", "start"], env=env)
+    try:
+        feed = Feed.for_history(work / "feed", 1000)
+        feed.append(1000, seed=1000)
+        cli_run(tree, feed.source, work / "warehouse", env)
+        seconds = []
+        for i in range(WARM_UPDATES):
+            records = feed.append(80, seed=i + 1)
+            took, _ = cli_run(tree, feed.source, work / "warehouse", env)
+            seconds.append(took)
+            print(f"  update {i + 1} as a process via the engine: {records} records {took:.1f}s")
+        demo, _ = cli_run(tree, demo_stream(work.parent), work / "demo_warehouse", env)
+        print(f"  engine start {started:.1f}s; 6,300-record update as a process via the engine "
+              f"{demo:.1f}s")
+    finally:
+        process(tree, ["-m", "exactly_once.cli", "engine", "stop"], env=env)
+    return {"engine start (s)": started,
+            "first update of a new process, via the engine (s)": seconds[0],
+            "update as a process via the engine, 2nd-4th (mean s)": mean(seconds[1:]),
+            "6,300-record update, process via the engine (s)": demo}
 
 
 # -- process and throughput ------------------------------------------------------------------
@@ -343,6 +382,9 @@ def main() -> None:
                         results[name].update(ab(tree, work))
                 elif part == "process":
                     results[name].update(whole_process(tree, work, profile))
+                elif part == "engine":
+                    if name == "this":  # the baseline has no resident engine
+                        results[name].update(engine(tree, work))
                 else:
                     results[name].update(throughput(tree, work, args.events))
     print("\n| measure | " + " | ".join(f"{n} ({heads[n]})" for n in trees)
