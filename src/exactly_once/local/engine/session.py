@@ -113,10 +113,10 @@ def build_session(warehouse: Path | str, app_name: str = "exactly-once",
         .config("spark.databricks.delta.snapshotPartitions", "2")
         # No whole-stage code generation: the local runtime's queries are many and mostly
         # small, and generating and compiling code for each plan (then JIT-compiling it) cost
-        # more than it saved (BENCHMARKS.md, issue 19). Expression code generation stays at
-        # Spark's default (`factoryMode` FALLBACK): NO_CODEGEN broke typed decoding such as
-        # `spark.catalog.listTables()` (issue 29) and saved nothing measurable on top of this
-        # (BENCHMARKS.md, issue 25).
+        # more than it saved (BENCHMARKS.md, issue 19). Expression code generation is off only
+        # while an update runs (engine/update_settings.py): the session keeps Spark's default
+        # (`factoryMode` FALLBACK), as NO_CODEGEN breaks typed decoding such as
+        # `spark.catalog.listTables()` (issue 29).
         .config("spark.sql.codegen.wholeStage", "false")
         .config("spark.sql.streaming.numRecentProgressUpdates", "10000")
         # An availableNow update ends with its data: no extra batch only to move a watermark.
