@@ -91,6 +91,8 @@ def test_ctrl_c_stops_the_command_and_the_engine_serves_the_next(engine, tmp_pat
     out, err = process.communicate(timeout=300)
     assert process.returncode == 0, out + err
     assert "Continuous run stopped (SIGINT) after " in out, out
+    # What the signal's handler prints at once is the process's too, not the engine's log.
+    assert "SIGINT: " in err and "(again to stop at once)" in err, err
     again = cli(engine, "run", "--source", f"file:{dumps}", "--warehouse",
                 str(tmp_path / "lake"))
     assert again.returncode == 0, again.stdout + again.stderr
@@ -123,3 +125,23 @@ def test_status_and_a_second_start(engine):
     pid = status.stdout.split("pid ")[1].split(",")[0]
     again = cli(engine, "engine", "start")  # the running one, not a second
     assert again.returncode == 0 and f"pid {pid}," in again.stdout
+
+
+def test_a_write_from_inside_a_send_follows_its_line():
+    """A signal handler that prints while the command's thread is inside a send (Python runs
+    handlers between the steps of a send it retries) gets its own line, after that one."""
+    from exactly_once.cli.resident import _Channel
+
+    class Socket:
+        def __init__(self) -> None:
+            self.sent: list[bytes] = []
+
+        def sendall(self, data: bytes) -> None:
+            if not self.sent and data.startswith(b'{"out"'):
+                channel.send("err", "SIGINT: stopping\n")  # the handler, mid-send
+            self.sent.append(data)
+
+    sock = Socket()
+    channel = _Channel(sock)  # type: ignore[arg-type]
+    channel.send("out", "update 1 finished\n")
+    assert sock.sent == [b'{"out": "update 1 finished\\n"}\n', b'{"err": "SIGINT: stopping\\n"}\n']

@@ -196,32 +196,56 @@ def forward(argv: list[str], home: Path = ENGINE_DIR) -> int:
 
 
 # -- the engine's side ---------------------------------------------------------------------------
-class _Sender(io.TextIOBase):
-    """A text stream whose writes go to the connected process as `{kind: text}` lines."""
+class _Channel:
+    """The connection's messages to the process, one JSON line each. Threads take turns; a
+    message sent while this thread is inside a send (a signal handler's write) goes right
+    after it, never inside its line."""
 
-    def __init__(self, sock: socket.socket, kind: str, lock: threading.Lock):
-        self._sock, self._kind, self._lock = sock, kind, lock
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+        self._lock = threading.RLock()
+        self._pending: list[dict[str, str | int]] = []
+        self._sending = False
+
+    def send(self, kind: str, value: str | int) -> None:
+        with self._lock:
+            self._pending.append({kind: value})
+            if self._sending:  # this thread, interrupted inside its own send
+                return
+            self._sending = True
+            try:
+                while self._pending:
+                    line = json.dumps(self._pending.pop(0)) + "\n"
+                    with contextlib.suppress(OSError):  # a process gone: its output too
+                        self._sock.sendall(line.encode())
+            finally:
+                self._sending = False
+
+
+class _Sender(io.TextIOBase):
+    """A text stream whose writes go to the process as `{kind: text}` messages."""
+
+    def __init__(self, channel: _Channel, kind: str) -> None:
+        self._channel, self._kind = channel, kind
 
     def writable(self) -> bool:
         return True
 
     def write(self, text: str) -> int:
         if text:
-            with self._lock, contextlib.suppress(OSError):  # a process gone: its output too
-                self._sock.sendall((json.dumps({self._kind: text}) + "\n").encode())
+            self._channel.send(self._kind, text)
         return len(text)
 
 
 @contextlib.contextmanager
-def _as_the_process(request: dict[str, Any], sock: socket.socket) -> Iterator[None]:
+def _as_the_process(request: dict[str, Any], channel: _Channel) -> Iterator[None]:
     """The command's working directory, environment and output, for the block."""
     cwd, env = os.getcwd(), dict(os.environ)
-    lock = threading.Lock()
     os.chdir(request["cwd"])
     os.environ.update(request["env"])
     try:
-        with contextlib.redirect_stdout(_Sender(sock, "out", lock)), \
-                contextlib.redirect_stderr(_Sender(sock, "err", lock)):
+        with contextlib.redirect_stdout(_Sender(channel, "out")), \
+                contextlib.redirect_stderr(_Sender(channel, "err")):
             yield
     finally:
         os.chdir(cwd)
@@ -262,9 +286,9 @@ def _run_command(conn: socket.socket, spark: Any, baseline: dict[str, str]) -> N
             return
         request = json.loads(line)
         threading.Thread(target=_interrupts, args=(incoming, done), daemon=True).start()
-        code = 1
+        channel, code = _Channel(conn), 1
         try:
-            with _as_the_process(request, conn):
+            with _as_the_process(request, channel):
                 try:
                     code = cli.main(request["argv"])
                 except KeyboardInterrupt:
@@ -274,8 +298,7 @@ def _run_command(conn: socket.socket, spark: Any, baseline: dict[str, str]) -> N
         finally:
             done.set()
             _reset_session(spark, baseline)
-        with contextlib.suppress(OSError):
-            conn.sendall((json.dumps({"exit": code}) + "\n").encode())
+        channel.send("exit", code)
 
 
 def serve(home: Path) -> None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -59,6 +60,18 @@ def parse_interval(text: str) -> float:
     return float(match.group(1)) * scale
 
 
+def _say(text: str) -> None:
+    """`text` on stderr from a signal handler: by os.write, not print, as the main thread may be
+    inside a write to stderr right now; a stderr with no file descriptor (the resident engine's
+    stream to the command's process, cli/resident.py) takes writes made in between its own."""
+    try:
+        fd = sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is both
+        sys.stderr.write(text)
+        return
+    os.write(fd, text.encode())
+
+
 class StopRequest:
     """SIGINT / SIGTERM -> a flag the loop checks between updates; a second signal interrupts."""
 
@@ -84,8 +97,7 @@ class StopRequest:
         if self.event.is_set():
             raise KeyboardInterrupt  # the second signal: stop now
         self.set(signal.Signals(signum).name)
-        # os.write, not print: the main thread may be inside a write to stderr right now.
-        os.write(2, f"{self.signal}: {self.stopping} (again to stop at once)\n".encode())
+        _say(f"{self.signal}: {self.stopping} (again to stop at once)\n")
 
     def install(self) -> None:
         """(Re)install the handlers: PySpark's SparkContext replaces SIGINT's with one that
