@@ -1,10 +1,13 @@
 """The local processes the project starts (the Kafka broker, the Spark cluster's daemons, the S3
-server): whether one is alive, its exit collected, and free ports on loopback for them."""
+server, the resident engine): whether one is alive, its exit collected, its end, and free ports
+on loopback for them."""
 
 from __future__ import annotations
 
 import os
+import signal
 import socket
+import time
 from pathlib import Path
 
 HOST = "127.0.0.1"
@@ -25,6 +28,26 @@ def reap(pid: int) -> None:
         os.waitpid(pid, os.WNOHANG)
     except ChildProcessError:
         pass
+
+
+def terminate(pid: int, timeout: float, group: bool = True) -> None:
+    """SIGTERM `pid`'s process group (only `pid` when not `group`: a leader that ends its
+    children itself), then SIGKILL the group if it outlives `timeout`; returns once it is gone,
+    or 10 s after the SIGKILL."""
+    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 10.0)):
+        try:
+            if group or sig == signal.SIGKILL:
+                os.killpg(pid, sig)
+            else:
+                os.kill(pid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            reap(pid)
+            if not pid_alive(pid):
+                return
+            time.sleep(0.2)
 
 
 def port_free(port: int) -> bool:

@@ -43,7 +43,7 @@ from typing import Any, TextIO
 
 from exactly_once.errors import EngineError
 from exactly_once.paths import ENGINE_DIR
-from exactly_once.processes import pid_alive, reap
+from exactly_once.processes import pid_alive, terminate
 
 SPARK_COMMANDS = frozenset({"run", "dry-run", "graph", "show", "events", "explain", "quality"})
 OFF = "off"  # EXACTLY_ONCE_ENGINE=off: every command in its own process
@@ -125,15 +125,8 @@ def stop(home: Path = ENGINE_DIR, timeout: float = 60) -> bool:
     except (OSError, ValueError):
         return False
     alive = pid_alive(pid)
-    if alive:
-        os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        while pid_alive(pid) and time.monotonic() < deadline:
-            reap(pid)
-            time.sleep(0.2)
-        if pid_alive(pid):
-            os.killpg(pid, signal.SIGKILL)
-            reap(pid)
+    if alive:  # the engine stops its session itself, so SIGTERM to it alone
+        terminate(pid, timeout, group=False)
     _pid_file(home).unlink(missing_ok=True)
     _socket(home).unlink(missing_ok=True)
     return alive
@@ -164,7 +157,7 @@ def serves(args: argparse.Namespace, home: Path = ENGINE_DIR) -> bool:
 
     if not load_engine(args.target).master.startswith("local"):
         return False
-    return _socket(home).exists() and status(home) is not None
+    return status(home) is not None
 
 
 def forward(argv: list[str], home: Path = ENGINE_DIR) -> int:

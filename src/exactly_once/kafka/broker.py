@@ -18,8 +18,6 @@ import base64
 import concurrent.futures
 import json
 import logging
-import os
-import signal
 import socket
 import subprocess
 import time
@@ -33,7 +31,7 @@ from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from exactly_once.errors import BrokerError
 from exactly_once.paths import BROKER_DIR, JARS_DIR
-from exactly_once.processes import free_port
+from exactly_once.processes import free_port, terminate
 from exactly_once.processes import pid_alive as _pid_alive
 from exactly_once.processes import port_free as _port_free
 from exactly_once.processes import reap as _reap
@@ -243,7 +241,7 @@ def _wait_ready(pid: int, port: int, home: Path, deadline: float) -> None:
             except KafkaException:
                 pass
         time.sleep(0.3)
-    _kill(pid, timeout=5)
+    terminate(pid, timeout=5)
     raise BrokerError(f"broker did not become ready on port {port}:\n{_log_tail(home)}")
 
 
@@ -277,21 +275,6 @@ def start(port: int = 9092, home: Path = BROKER_DIR, timeout: float = 60) -> Bro
     return BrokerInfo(f"{HOST}:{port}", proc.pid, home, _log_file(home))
 
 
-def _kill(pid: int, timeout: float) -> None:
-    """SIGTERM the broker's process group (a clean shutdown), SIGKILL if it takes too long."""
-    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 10.0)):
-        try:
-            os.killpg(pid, sig)
-        except ProcessLookupError:
-            return
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
-            _reap(pid)
-            if not _pid_alive(pid):
-                return
-            time.sleep(0.2)
-
-
 def stop(home: Path = BROKER_DIR, timeout: float = 30) -> bool:
     """Stops the broker of `home`; False if none was running. Topics and data are kept."""
     home = Path(home).resolve()
@@ -299,7 +282,7 @@ def stop(home: Path = BROKER_DIR, timeout: float = 30) -> bool:
     _state_file(home).unlink(missing_ok=True)
     if running is None:
         return False
-    _kill(running.pid, timeout)
+    terminate(running.pid, timeout)
     return True
 
 

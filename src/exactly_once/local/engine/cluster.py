@@ -31,7 +31,7 @@ from typing import Any
 import pyspark
 
 from exactly_once.errors import ClusterError
-from exactly_once.processes import HOST, free_port, pid_alive, port_free, reap
+from exactly_once.processes import HOST, free_port, pid_alive, port_free, reap, terminate
 
 SPARK_HOME = Path(pyspark.__file__).parent
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
@@ -290,19 +290,8 @@ def _wait_ready(info: ClusterInfo, deadline: float) -> None:
 
 def _stop_daemon(daemon: Daemon, home: Path, timeout: float = 20) -> None:
     """SIGTERM the daemon's process group (it and its executors), SIGKILL what outlives it."""
-    if not _is_ours(daemon.pid, home):
-        return
-    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 10.0)):
-        try:
-            os.killpg(daemon.pid, sig)
-        except ProcessLookupError:
-            return
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
-            reap(daemon.pid)
-            if not pid_alive(daemon.pid):
-                return
-            time.sleep(0.2)
+    if _is_ours(daemon.pid, home):
+        terminate(daemon.pid, timeout)
 
 
 def stop(home: Path) -> bool:
