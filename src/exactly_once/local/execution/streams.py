@@ -34,6 +34,12 @@ def _batch_ids(directory: StoragePath) -> list[int]:
         return []
 
 
+def is_new(checkpoint: StoragePath) -> bool:
+    """Whether a query started from `checkpoint` begins afresh: no micro-batch logged yet, so
+    its sources' options say where it starts."""
+    return not _batch_ids(checkpoint / "offsets")
+
+
 def replayed_batch(checkpoint: StoragePath) -> int | None:
     """The micro-batch a query restarted from `checkpoint` runs again: logged in `offsets/` but
     not in `commits/` (it may have written some of its output before the crash)."""

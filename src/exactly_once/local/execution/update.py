@@ -26,7 +26,7 @@ from exactly_once.errors import ExactlyOnceError, GraphError
 from exactly_once.local.auto_cdc import snapshot_flow
 from exactly_once.local.auto_cdc.snapshot_spec import NextSnapshot, SnapshotCdcSpec
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
-from exactly_once.local.execution import flows
+from exactly_once.local.execution import flows, streams
 from exactly_once.local.execution.refresh import RefreshSelection, plan_refresh
 from exactly_once.local.execution.streams import flow_error
 from exactly_once.local.graph.expectations import ObservedExpectations, apply_expectations, declared
@@ -35,6 +35,7 @@ from exactly_once.local.graph.registry import PipelineGraph
 from exactly_once.local.observe import event_log
 from exactly_once.local.observe.progress import FlowResult, Progress, UpdateResult
 from exactly_once.local.observe.timeline import UPDATE, WAIT_FOR_UPSTREAM, Timeline
+from exactly_once.local.storage import delta_log
 from exactly_once.local.storage.warehouse import Warehouse
 
 # A flow bound to its session and target, given its query (a DataFrame; for a snapshot flow,
@@ -171,8 +172,18 @@ class PipelineUpdate:
         self._wait_for(setup.table, name, setup.flow)
         if streaming:
             setup.streamed.add(name)
-        reader = self.spark.readStream if streaming else self.spark.read
-        return reader.format("delta").load(str(self.warehouse.table_path(name).resolve()))
+        path = self.warehouse.table_path(name).resolve()
+        if not streaming:
+            return self.spark.read.format("delta").load(str(path))
+        reader = self.spark.readStream.format("delta")
+        if streams.is_new(self.warehouse.checkpoint_path(setup.flow)) \
+                and delta_log.appends_since_creation(path):
+            # A new query reads the table's commits from its creation on, not a snapshot of
+            # it: the same rows when every commit only appended (delta_log), and Delta's
+            # initial snapshot costs a query start several Spark jobs. Any other table is
+            # read from its snapshot, as Spark's default does.
+            reader = reader.option("startingVersion", "0")
+        return reader.load(str(path))
 
     def _build(self, flow: Flow | AutoCdcSpec | SnapshotCdcSpec) -> tuple[Query, _FlowSetup]:
         """The flow's query, with upstream tables brought up to date on the way."""

@@ -164,6 +164,23 @@ def row_count(path: StoragePath | str) -> int | None:
     return rows
 
 
+def appends_since_creation(path: StoragePath | str, max_versions: int = 100) -> bool:
+    """Whether every commit of the table, from its creation (version 0) on, only added rows:
+    no file removed, no change of schema or protocol after version 0. Then its commits, read
+    in order, hold exactly the rows of its latest snapshot. False as well when the log has
+    more than `max_versions` commits (not worth reading here) or its first commits are gone."""
+    committed = versions(path)
+    if not committed or len(committed) > max_versions or committed != list(
+            range(len(committed))):
+        return False
+    for version in committed:
+        for action in actions(path, version):
+            if "remove" in action or "cdc" in action or (
+                    version > 0 and ("metaData" in action or "protocol" in action)):
+                return False
+    return True
+
+
 def table_id(path: StoragePath | str) -> str | None:
     """The id in the table's metadata: a table dropped and created again at the same path gets
     a new one. From the latest version's checksum file (`<version>.crc`, which Delta writes
