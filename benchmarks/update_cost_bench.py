@@ -15,7 +15,8 @@ own code, on the same machine, minutes apart. Parts:
   new process"; the 2nd to 4th are the warm measure (target <= 3 s). For each: wall seconds,
   the driver JVM's CPU seconds (/proc), the child processes the JVM started (a JFR recording,
   local/engine/jvm_processes.py) and, in the same session, a plain availableNow append of the
-  same dump into one Delta table: the cost of a single streaming query.
+  same dump into one Delta table: the cost of a single streaming query. Then, in the same
+  session, the last dump into new warehouses: what a test's first update costs.
 - ab (this tree only): session settings A/B in one session, alternating update by update
   (`AB_SETTINGS`: the alternative, against what the session sets), so both see the same
   machine load: wall and JVM CPU per update, means per side.
@@ -52,6 +53,7 @@ from exactly_once.kafka.kcat import as_consumed, write_kcat_jsonl
 
 PARTS = ("warm", "ab", "process", "throughput", "engine")
 WARM_UPDATES = 4  # the first of a new process, then three warm ones
+FRESH_UPDATES = 2  # then updates into new warehouses, in the same session
 # Settings the `ab` part alternates with the session's own: (name, {key: alternative value}).
 AB_SETTINGS = (
     ("adaptive query execution off", {"spark.sql.adaptive.enabled": "false"}),
@@ -134,8 +136,9 @@ class Driver:
         fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
-    def update(self, source: str, **kwargs) -> dict:
-        """One update: wall and JVM CPU seconds, child processes started, its result."""
+    def update(self, source: str, warehouse: str = "warehouse", **kwargs) -> dict:
+        """One update into `work/warehouse`: wall and JVM CPU seconds, child processes
+        started, its result."""
         from dataclasses import replace
 
         from exactly_once.config import load_settings
@@ -143,7 +146,7 @@ class Driver:
         settings = replace(load_settings("local"), source=source)
         recording = self.jvm_processes.ProcessRecording(self.spark).start()
         cpu, started = self.jvm_cpu(), time.monotonic()
-        result = self.run_pipeline(self.spark, settings, self.work / "warehouse", **kwargs)
+        result = self.run_pipeline(self.spark, settings, self.work / warehouse, **kwargs)
         seconds, cpu = time.monotonic() - started, self.jvm_cpu() - cpu
         processes = recording.stop()
         return {"seconds": seconds, "jvm_cpu": cpu, "processes": len(processes),
@@ -194,6 +197,13 @@ def warm_worker(work: Path, profile: bool) -> None:
             else []
         print(json.dumps({"update": i + 1, "records": records, "profiled": profiled, **row}),
               flush=True)
+    # What most tests pay: an update of a new warehouse (tables, checkpoints and state created,
+    # every query's first batch) in a warm session, the last dump's ~100 records.
+    latest = sorted(feed.directory.glob("part-*.jsonl"))[-1]
+    for i in range(FRESH_UPDATES):
+        row = driver.update(f"file:{latest}", warehouse=f"fresh{i}")
+        print(json.dumps({"fresh": i + 1, "seconds": row["seconds"], "jvm_cpu": row["jvm_cpu"]}),
+              flush=True)
     spark.stop()
 
 
@@ -233,6 +243,11 @@ def warm(tree: Path, work: Path, profile: bool,
     _, out = process(tree, [__file__, "--worker", "warm", str(work), *(["--profile"] * profile)],
                      env=env)
     rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    fresh = [row for row in rows if "fresh" in row]
+    rows = [row for row in rows if "fresh" not in row]
+    for row in fresh:
+        print(f"  a new warehouse's first update {row['fresh']} (warm session): "
+              f"{row['seconds']:.1f}s, JVM CPU {row['jvm_cpu']:.1f}s")
     for row in rows:
         if row["profiled"]:
             print(f"  profiled update ({row['records']} records, {row['seconds']:.1f}s), "
@@ -251,7 +266,9 @@ def warm(tree: Path, work: Path, profile: bool,
             "first / warm": first["seconds"] / warm_seconds,
             "driver JVM CPU per warm update (mean s)": mean([r["jvm_cpu"] for r in measured]),
             "child processes per warm update (mean)": mean([r["processes"] for r in measured]),
-            "raw append, same dumps (mean s)": mean([r["raw"] for r in measured])}
+            "raw append, same dumps (mean s)": mean([r["raw"] for r in measured]),
+            "a new warehouse's first update, warm session (mean s)":
+                mean([r["seconds"] for r in fresh])}
 
 
 def ab(tree: Path, work: Path) -> dict[str, float]:

@@ -135,15 +135,8 @@ class Warehouse:
     def create_table(self, spark: SparkSession, name: str, schema: StructType,
                      properties: dict[str, str] | None = None, comment: str | None = None) -> None:
         """An empty Delta table, so readers downstream work before the first row arrives."""
-        from delta.tables import DeltaTable
-
-        builder = DeltaTable.createIfNotExists(spark).location(
-            str(self.table_path(name).resolve())).addColumns(schema)
-        for key, value in (properties or {}).items():
-            builder = builder.property(key, value)
-        if comment:
-            builder = builder.comment(comment)
-        builder.execute()
+        create_empty_table(spark, str(self.table_path(name).resolve()), schema, properties,
+                           comment)
         self.register(spark, name)
 
     def reset_checkpoint(self, flow: str) -> None:
@@ -196,3 +189,18 @@ def _registered_location(spark: SparkSession, name: str) -> str | None:
         raise GraphError(f"the session catalog has a {kind.lower()} table `{name}` of its own; "
                          "the pipeline's table of that name cannot be registered over it")
     return str(table.location())
+
+
+def create_empty_table(spark: SparkSession, path: str, schema: StructType,
+                       properties: dict[str, str] | None = None,
+                       comment: str | None = None) -> None:
+    """An empty Delta table at `path` (unless one is there): one commit, no Spark job, where
+    writing an empty DataFrame runs a write job for no rows."""
+    from delta.tables import DeltaTable
+
+    builder = DeltaTable.createIfNotExists(spark).location(path).addColumns(schema)
+    for key, value in (properties or {}).items():
+        builder = builder.property(key, value)
+    if comment:
+        builder = builder.comment(comment)
+    builder.execute()
