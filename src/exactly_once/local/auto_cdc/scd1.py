@@ -60,7 +60,7 @@ from exactly_once.local.auto_cdc.commits import BatchWrite
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.storage import delta_log
 from exactly_once.local.storage.delta_log import is_delta_table
-from exactly_once.local.storage.warehouse import AutoCdcTables, create_empty_table
+from exactly_once.local.storage.warehouse import AutoCdcTables, as_written, create_empty_table
 from exactly_once.table_properties import TOMBSTONE_GC_NEVER_SECONDS
 
 DELETED_AT = "__deleted_at"  # processing time a tombstone was written: its retention clock
@@ -86,7 +86,7 @@ def ensure_state_table(spark: SparkSession, spec: AutoCdcSpec, source: DataFrame
     `__tie`) to one written before them."""
     schema = state_schema(spec, source)
     if not is_delta_table(state_path):
-        create_empty_table(spark, state_path, schema)
+        create_empty_table(spark, state_path, as_written(schema))
         return
     existing = set(spark.read.format("delta").load(state_path).columns)
     for column in (DELETED_AT, TIE):

@@ -51,7 +51,7 @@ from exactly_once.local.auto_cdc.changes import (
 from exactly_once.local.auto_cdc.commits import BatchWrite
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.storage.delta_log import is_delta_table
-from exactly_once.local.storage.warehouse import AutoCdcTables, create_empty_table
+from exactly_once.local.storage.warehouse import AutoCdcTables, as_written, create_empty_table
 
 START_AT, END_AT = "__START_AT", "__END_AT"
 OP = "__op"
@@ -89,7 +89,7 @@ def journal_schema(spec: AutoCdcSpec, source: DataFrame) -> StructType:
 def ensure_state_table(spark: SparkSession, spec: AutoCdcSpec, source: DataFrame,
                        state_path: str) -> None:
     if not is_delta_table(state_path):
-        create_empty_table(spark, state_path, journal_schema(spec, source))
+        create_empty_table(spark, state_path, as_written(journal_schema(spec, source)))
         return
     missing = set(journal_schema(spec, source).fieldNames()) - set(
         spark.read.format("delta").load(state_path).columns)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from exactly_once.errors import GraphError
 from exactly_once.local.storage import delta_log
@@ -204,3 +204,19 @@ def create_empty_table(spark: SparkSession, path: str, schema: StructType,
     if comment:
         builder = builder.comment(comment)
     builder.execute()
+
+
+def as_written(schema: StructType) -> StructType:
+    """`schema` as writing a DataFrame of it stores it: every field, element and value
+    nullable, so creating a table from it accepts what a write would have."""
+    from pyspark.sql.types import StructType
+
+    def nullable(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {key: True if key in ("nullable", "containsNull", "valueContainsNull")
+                    else nullable(value) for key, value in node.items()}
+        if isinstance(node, list):
+            return [nullable(item) for item in node]
+        return node
+
+    return StructType.fromJson(nullable(schema.jsonValue()))
