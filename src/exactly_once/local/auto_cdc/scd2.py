@@ -82,8 +82,9 @@ def target_schema(spec: AutoCdcSpec, source: DataFrame) -> StructType:
 
 
 def journal_schema(spec: AutoCdcSpec, source: DataFrame) -> StructType:
-    return _nullable(tag_events(source, spec).select(
-        *spec.keys, SEQUENCE, IS_DELETE, *data_columns(spec, source.columns)).schema)
+    """The journal's columns; the table stores them nullable (`as_written`)."""
+    return tag_events(source, spec).select(
+        *spec.keys, SEQUENCE, IS_DELETE, *data_columns(spec, source.columns)).schema
 
 
 def ensure_state_table(spark: SparkSession, spec: AutoCdcSpec, source: DataFrame,
