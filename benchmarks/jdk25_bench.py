@@ -10,7 +10,7 @@ started through a `java` wrapper that drops the flag. The cache is trained on th
 updates `make setup` builds the class archive with, in a JVM that then exits cleanly (the
 cache is written at exit). Then the warm part of update_cost_bench.py (a 1,000-event history,
 then, in a new process, four updates of ~100 records) on each JVM, one after the other, with
-the same JIT and collector options (engine/driver_jvm.py).
+the same JIT and collector options (engine/jvm_options.py).
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ TRAIN = """
 import os, sys
 from pathlib import Path
 from pyspark import SparkContext
-from exactly_once.local.engine import driver_jvm
-driver_jvm.java_options = lambda *more: " ".join((os.environ["BENCH_JAVA_OPTIONS"], *more))
+from exactly_once.local.engine import jvm_options
+jvm_options.java_options = lambda *more: " ".join((os.environ["BENCH_JAVA_OPTIONS"], *more))
 from exactly_once.local.engine.session import build_session
 from exactly_once.local.execution.train_jvm import training_updates
 work = Path(sys.argv[1])
@@ -64,10 +64,10 @@ def install_jdk25() -> Path:
 
 
 def main() -> None:
-    from exactly_once.local.engine import driver_jvm
+    from exactly_once.local.engine import jvm_options
 
     java_home = install_jdk25()
-    jvm = f"{driver_jvm.JIT} {driver_jvm.GC}"
+    jvm = f"{jvm_options.JIT} {jvm_options.GC}"
     jdk25 = {"JAVA_HOME": str(java_home)}
     print(f"commit {commit()}, load {os.getloadavg()[0]:.1f}")
     with tempfile.TemporaryDirectory(prefix="jdk25-") as tmp:

@@ -117,8 +117,8 @@ class Driver:
     def __init__(self, work: Path) -> None:
         namespace: dict = {}
         if options := os.environ.get("BENCH_JAVA_OPTIONS"):  # another JVM's (jdk25_bench.py)
-            from exactly_once.local.engine import driver_jvm
-            driver_jvm.java_options = lambda *more: " ".join((options, *more))
+            from exactly_once.local.engine import jvm_options
+            jvm_options.java_options = lambda *more: " ".join((options, *more))
         exec(IMPORTS, namespace)  # noqa: S102 - the measured tree's own modules
         self.build_session = namespace["build_session"]
         self.run_pipeline = namespace["run_pipeline"]

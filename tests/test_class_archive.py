@@ -13,8 +13,8 @@ from exactly_once.paths import CLASS_ARCHIVE
 SESSION = """
 import sys; from pathlib import Path
 from exactly_once.local.engine.session import build_session
-from exactly_once.local.engine import driver_jvm
-options = f'{driver_jvm.JIT} {driver_jvm.GC} -XX:SharedArchiveFile={sys.argv[2]} -Xshare:on'
+from exactly_once.local.engine import jvm_options
+options = f'{jvm_options.JIT} {jvm_options.GC} -XX:SharedArchiveFile={sys.argv[2]} -Xshare:on'
 build_session(Path(sys.argv[1]), log_level='OFF',
               extra_conf={'spark.driver.extraJavaOptions': options}).stop()
 """

@@ -103,8 +103,8 @@ def test_the_check_catches_a_storage_module_importing_execution(tmp_path):
 
 
 def test_the_check_catches_a_cycle_inside_a_wing(tmp_path):
-    copy = tree_with_import(tmp_path, "engine/driver_jvm.py",
+    copy = tree_with_import(tmp_path, "engine/jvm_options.py",
                             "from exactly_once.local.engine import session")
-    assert import_cycles(copy) == [["exactly_once.local.engine.driver_jvm",
+    assert import_cycles(copy) == [["exactly_once.local.engine.jvm_options",
                                     "exactly_once.local.engine.session",
-                                    "exactly_once.local.engine.driver_jvm"]]
+                                    "exactly_once.local.engine.jvm_options"]]

@@ -10,7 +10,10 @@ calls through Java NIO and leave everything else to Hadoop: a rename still refus
 an existing file, so a Delta commit or a checkpoint file is still written once.
 
 The jar must be on the driver's launch class path (`spark.driver.extraClassPath`): Hadoop looks
-file systems up by class name in the JVM's own class loader, before `spark.jars` exist.
+file systems up by class name in the JVM's own class loader, before `spark.jars` exist. On a
+cluster the settings reach the executors' Hadoop too, so the jar goes on their launch class
+path as well (`spark.executor.extraClassPath`): the same path on every worker, as their Python
+is (deployment.py), which the project's own cluster (cluster.py, on this machine) has.
 
 Spark's own recursive deletes (`JavaUtils.deleteRecursively`: a RocksDB state store's local
 directory each time a query run loads or closes it, a cloned session's artifacts) run `rm -rf`
@@ -26,12 +29,14 @@ from exactly_once.errors import MissingJarsError
 from exactly_once.paths import LOCAL_FS_JAR
 
 
-def spark_conf(jar: Path = LOCAL_FS_JAR) -> dict[str, str]:
-    """The session settings that route `file:` paths (FileSystem and FileContext) through it."""
+def spark_conf(jar: Path = LOCAL_FS_JAR, executors: bool = False) -> dict[str, str]:
+    """The session settings that route `file:` paths (FileSystem and FileContext) through it;
+    `executors`: a cluster's executors too (in `local[N]` they are the driver's JVM)."""
     if not jar.is_file():
         raise MissingJarsError(f"no {jar.name} in {jar.parent}; run `make setup` first")
     return {
         "spark.driver.extraClassPath": str(jar),
+        **({"spark.executor.extraClassPath": str(jar)} if executors else {}),
         "spark.hadoop.fs.file.impl": "exactlyonce.localfs.NioLocalFileSystem",
         "spark.hadoop.fs.AbstractFileSystem.file.impl": "exactlyonce.localfs.NioLocalFs",
     }
@@ -42,7 +47,8 @@ def delete_in_the_jvm(spark: Any) -> None:
     `rm -rf` fails, and takes on macOS under test), not an `rm -rf` process: its public flag
     `JavaUtils.isUnix`, read by that method alone, is set false. `Utils` and `SparkSystemUtils`
     copy the flag when they initialize, for their own uses of it, so they are initialized first
-    and keep `true`. The driver JVM only: in `local[N]` the executors' deletes run there too."""
+    and keep `true`. The driver JVM only: in `local[N]` the executors' deletes run there too; a
+cluster's executors keep `rm -rf` (their RocksDB stores' directories)."""
     classes = spark.sparkContext._jvm.java.lang.Class
     for copies in ("org.apache.spark.util.Utils$", "org.apache.spark.util.SparkSystemUtils$"):
         classes.forName(copies)  # initialized, so the flag they copied stays true

@@ -12,7 +12,7 @@ import pyspark
 from pyspark.sql import SparkSession
 
 from exactly_once.errors import EngineError, MissingJarsError
-from exactly_once.local.engine import driver_jvm, local_fs
+from exactly_once.local.engine import jvm_options, local_fs
 from exactly_once.local.engine.deployment import Deployment
 from exactly_once.paths import JARS_DIR
 
@@ -127,18 +127,17 @@ def build_session(warehouse: Path | str, app_name: str = "exactly-once",
         .config("spark.databricks.delta.properties.defaults.checkpointInterval", "50")
     )
     # Local files through Java NIO, not `chmod` and `readlink` processes (engine/local_fs.py).
-    # In `local[N]` only: a cluster's executors load file systems from their own class path,
-    # which the driver does not control, so there Hadoop's own stays.
-    if not deployment.is_cluster:
-        for key, value in local_fs.spark_conf().items():
-            builder = builder.config(key, value)
-    # The JIT, the collector and `make setup`'s class archive (engine/driver_jvm.py).
-    builder = builder.config("spark.driver.extraJavaOptions", driver_jvm.java_options())
+    for key, value in local_fs.spark_conf(executors=deployment.is_cluster).items():
+        builder = builder.config(key, value)
+    # The JIT, the collector and `make setup`'s class archive (engine/jvm_options.py).
+    builder = builder.config("spark.driver.extraJavaOptions", jvm_options.java_options())
+    if deployment.is_cluster:
+        builder = builder.config("spark.executor.extraJavaOptions",
+                                 jvm_options.executor_java_options())
     for key, value in (dict(deployment.conf) | (extra_conf or {})).items():
         builder = builder.config(key, value)
     with _stderr_into(jvm_log):
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(log_level)
-    if not deployment.is_cluster:  # the executors' deletes too, being in this JVM
-        local_fs.delete_in_the_jvm(spark)
+    local_fs.delete_in_the_jvm(spark)  # in `local[N]` the executors' deletes too
     return spark

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from exactly_once.local.engine import class_archive, driver_jvm
+from exactly_once.local.engine import class_archive, jvm_options
 from exactly_once.local.engine.session import build_session
 from exactly_once.local.execution.pipeline import run_pipeline
 from exactly_once.paths import CLASS_ARCHIVE
@@ -50,7 +50,7 @@ def build(archive: Path = CLASS_ARCHIVE) -> None:
         work = Path(tmp)
         # The session's own options (no archive yet: it was removed above), so the classes
         # archived are those a session loads with the same JIT and collector.
-        options = driver_jvm.java_options(f"-XX:ArchiveClassesAtExit={archive}",
+        options = jvm_options.java_options(f"-XX:ArchiveClassesAtExit={archive}",
                                           class_archive.QUIET)
         spark = build_session(work / "warehouse", log_level="OFF",
                               extra_conf={"spark.driver.extraJavaOptions": options})
