@@ -76,3 +76,23 @@ def test_only_appends_from_version_0_read_as_the_snapshot(spark, tmp_path):
     assert not delta_log.appends_since_creation(table, max_versions=1)  # too long to read
     spark.sql(f"ALTER TABLE delta.`{table}` ADD COLUMNS (note STRING)")
     assert not delta_log.appends_since_creation(table)  # its schema changed after creation
+
+
+def test_a_restarted_query_finds_its_first_batch_again_without_a_spark_job(spark, tmp_path):
+    """A query restarted from a checkpoint that logged only its first batch: Spark asks the
+    source for that batch again (to run it again, or to set the source up), and Delta builds it
+    from the upstream's snapshot unless the query names its starting version: Spark jobs in
+    every such restart, with no new data at all."""
+    source = tmp_path / "source"
+    spark.range(0, 3).write.format("delta").save(str(source))
+    directory = tmp_path / "pipeline"
+    directory.mkdir()
+    (directory / "defs.py").write_text(textwrap.dedent(PIPELINE.format(source=str(source))))
+    graph = load_graph(spark, pipeline_files(directory))
+    warehouse = Warehouse(tmp_path / "wh")
+
+    PipelineUpdate(spark, graph, warehouse).run()  # `downstream` logged batch 0
+    timeline = Timeline(spark_jobs=True)
+    PipelineUpdate(spark, graph, warehouse, timeline=timeline).run()  # nothing new
+    assert [s.spark_jobs for s in timeline.of_flow("downstream") if s.spark_jobs] == []
+    assert ids(spark, warehouse.table_path("downstream")) == [0, 1, 2]

@@ -34,10 +34,12 @@ def _batch_ids(directory: StoragePath) -> list[int]:
         return []
 
 
-def is_new(checkpoint: StoragePath) -> bool:
-    """Whether a query started from `checkpoint` begins afresh: no micro-batch logged yet, so
-    its sources' options say where it starts."""
-    return not _batch_ids(checkpoint / "offsets")
+def asks_for_first_batch(checkpoint: StoragePath) -> bool:
+    """Whether a query started from `checkpoint` asks its sources for its first micro-batch
+    (`getBatch` with no start): a new query, and one whose offsets log holds batch 0 alone,
+    which Spark, restarting it, asks for that batch again (to run it again, or to set its
+    sources up before the next). There the sources' options say where the batch began."""
+    return _batch_ids(checkpoint / "offsets") in ([], [0])
 
 
 def replayed_batch(checkpoint: StoragePath) -> int | None:

@@ -176,12 +176,13 @@ class PipelineUpdate:
         if not streaming:
             return self.spark.read.format("delta").load(str(path))
         reader = self.spark.readStream.format("delta")
-        if streams.is_new(self.warehouse.checkpoint_path(setup.flow)) \
+        if streams.asks_for_first_batch(self.warehouse.checkpoint_path(setup.flow)) \
                 and delta_log.appends_since_creation(path):
-            # A new query reads the table's commits from its creation on, not a snapshot of
-            # it: the same rows when every commit only appended (delta_log), and Delta's
-            # initial snapshot costs a query start several Spark jobs. Any other table is
-            # read from its snapshot, as Spark's default does.
+            # A query's first batch reads the table's commits from its creation on, not a
+            # snapshot of it: the same rows when every commit only appended (delta_log), and
+            # Delta's snapshot costs several Spark jobs, at the query's start and again at
+            # each restart while batch 0 is its only one (Spark asks for it again). Any other
+            # table is read from its snapshot, as Spark's default does.
             reader = reader.option("startingVersion", "0")
         return reader.load(str(path))
 
