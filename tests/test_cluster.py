@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 import os
 import socket
+import subprocess
+import sys
 import time
 from datetime import date
 
@@ -129,6 +131,47 @@ def test_the_warehouse_on_the_object_store_and_a_worker_killed_mid_update(
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(files.ObjectPath(store, key).read_bytes())
     assert_tables_match(spark, copy, consume_all(bootstrap, topics), *topics)
+
+
+# A session on the cluster computes rows once (as an AUTO CDC batch does its changes), loses a
+# worker and its executor, then reads the rows: what the batch's MERGE and append do next.
+ROWS_OUTLIVE_A_WORKER = """
+import sys, time
+from pathlib import Path
+from pyspark.sql import functions as F
+from exactly_once.config import load_engine
+from exactly_once.local.engine import cluster
+from exactly_once.local.engine.deployment import deployment
+from exactly_once.local.engine.materialize import computed_once
+from exactly_once.local.engine.session import build_session
+
+master, home, scratch = sys.argv[1:4]
+engine = load_engine("local", master=master)
+spark = build_session(scratch, log_level="OFF", deployment=deployment(engine, scratch))
+deadline = time.monotonic() + 120
+while spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() < 3:  # driver + 2 executors
+    assert time.monotonic() < deadline, "the cluster's two executors did not register"
+    time.sleep(0.1)
+rows = computed_once(spark.range(0, 1000, numPartitions=4).withColumn("twice", F.col("id") * 2))
+info = cluster.status(Path(home))
+cluster.kill_worker(info, 1)
+print(tuple(rows.agg(F.count("*"), F.sum("twice")).first()))
+"""
+
+
+def test_rows_computed_once_outlive_the_executor_that_computed_them(spark_cluster, tmp_path):
+    """A local checkpoint's blocks die with their executor, and with them the batch: the CI run
+    of 2026-11-24 lost a worker between a batch's changes and its MERGE
+    (CHECKPOINT_RDD_BLOCK_ID_NOT_FOUND). On a cluster the changes are kept by the driver."""
+    try:
+        done = subprocess.run([sys.executable, "-c", ROWS_OUTLIVE_A_WORKER, spark_cluster.url,
+                               str(spark_cluster.home), str(tmp_path / "scratch")],
+                              capture_output=True, text=True, timeout=600,
+                              env=os.environ | {"EXACTLY_ONCE_HOME": str(tmp_path / "home")})
+    finally:
+        cluster.start(spark_cluster.home, port=spark_cluster.port)  # the worker back
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().splitlines()[-1] == "(1000, 999000)"
 
 
 def object_store(server: S3Server, monkeypatch: pytest.MonkeyPatch) -> files.ObjectStore:

@@ -58,6 +58,7 @@ from exactly_once.local.auto_cdc.changes import (
 )
 from exactly_once.local.auto_cdc.commits import BatchWrite
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
+from exactly_once.local.engine.materialize import computed_once
 from exactly_once.local.storage import delta_log
 from exactly_once.local.storage.delta_log import is_delta_table
 from exactly_once.local.storage.warehouse import AutoCdcTables, as_written, create_empty_table
@@ -157,11 +158,11 @@ def apply_scd1_batch(spark: SparkSession, batch: DataFrame, spec: AutoCdcSpec,
     with write.step("plan"):
         changes, tagged, observed, counts = _plan_changes(spark, batch, spec, state_path)
     with write.step("changes"):
-        # One job: the batch's changes, kept in memory, counted with the batch on the way. A
-        # local checkpoint, not a cache: the writes below read the changes without the state
-        # table they came from, which would make Delta treat the state append as a read of
-        # the table it writes (a full state reconstruction for conflict checks).
-        changes = changes.localCheckpoint(eager=True)
+        # One job: the batch's changes, kept (engine/materialize.py), counted with the batch
+        # on the way. Not a cache: the writes below read the changes without the state table
+        # they came from, which would make Delta treat the state append as a read of the
+        # table it writes (a full state reconstruction for conflict checks).
+        changes = computed_once(changes)
     counted = observed_counts(observed)
     total, rejected, truncates = counted.total, counted.rejected, counted.truncates
     if rejected:

@@ -50,6 +50,7 @@ from exactly_once.local.auto_cdc.changes import (
 )
 from exactly_once.local.auto_cdc.commits import BatchWrite
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
+from exactly_once.local.engine.materialize import computed_once
 from exactly_once.local.storage.delta_log import is_delta_table
 from exactly_once.local.storage.warehouse import AutoCdcTables, as_written, create_empty_table
 
@@ -148,9 +149,9 @@ def apply_scd2_batch(spark: SparkSession, batch: DataFrame, spec: AutoCdcSpec,
     with write.step("plan"):
         fresh, journal, tagged, observed, counts = _plan_fresh(spark, batch, spec, state_path)
     with write.step("changes"):
-        # One job: the new events, kept in memory (a local checkpoint, so that appending them
-        # is not a read of the journal they were checked against), counted on the way.
-        fresh = fresh.localCheckpoint(eager=True)
+        # One job: the new events, kept (engine/materialize.py: appending them is then not a
+        # read of the journal they were checked against), counted on the way.
+        fresh = computed_once(fresh)
     counted = observed_counts(observed)
     total, rejected = counted.total, counted.rejected
     if rejected:
@@ -206,7 +207,7 @@ def _apply(spark: SparkSession, spec: AutoCdcSpec, write: BatchWrite,
     with write.step("versions"):
         # Computed once, before the MERGE: Delta would otherwise evaluate this plan (windows
         # over the journal, a join with the target) again for each of its passes.
-        ops = ops.localCheckpoint(eager=True)
+        ops = computed_once(ops)
     values: dict[str, str | Column] = {f"`{c}`": f"s.`{c}`" for c in [*order, START_AT, END_AT]}
     unchanged = " AND ".join(f"t.`{c}` <=> s.`{c}`" for c in [*columns, END_AT])
     target_merge = (

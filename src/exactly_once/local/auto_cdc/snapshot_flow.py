@@ -45,6 +45,7 @@ from exactly_once.local.auto_cdc.snapshot_diff import (
 )
 from exactly_once.local.auto_cdc.snapshot_spec import NextSnapshot, SnapshotCdcSpec
 from exactly_once.local.auto_cdc.snapshot_versions import AppliedSnapshot, shown
+from exactly_once.local.engine.materialize import computed_once
 from exactly_once.local.storage import idempotent
 from exactly_once.local.storage.delta_log import Marker
 from exactly_once.local.storage.warehouse import Warehouse
@@ -184,7 +185,7 @@ def apply_snapshot(spark: SparkSession, spec: SnapshotCdcSpec, warehouse: Wareho
         # were compared with), with the snapshot's checks and counts observed on the way.
         changes = snapshot_changes(snapshot, current_rows(target, spec.stored_as_scd_type),
                                    spec.keys, tracked_columns(spec, data), observation)
-        changes = changes.localCheckpoint(eager=True)
+        changes = computed_once(changes)
     counts = observed_counts(observation)
     _check_counts(spec, version, counts)
     applied = AppliedSnapshot(ordinal, version, counts.rows, counts.inserted, counts.updated,

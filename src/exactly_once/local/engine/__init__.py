@@ -6,6 +6,7 @@
     class_archive.py    the JVM's class-data-sharing archive, mapped at start
     update_settings.py  the settings an update runs with, the session's own back after
     jvm_processes.py    the child processes the JVM starts, recorded by Java Flight Recorder
+    materialize.py      a batch's rows computed once, cut from their plan, safe from executor loss
     deployment.py       the master, the driver's address, what executors need (jars, S3A settings)
     cluster.py          a Spark standalone cluster on this machine: a master and one-core workers
 

@@ -1,0 +1,28 @@
+"""A DataFrame's rows computed once and cut from their plan, for the writes of an AUTO CDC batch.
+
+An AUTO CDC batch computes its changes once, then MERGEs them into the target and appends them
+to its state: the writes must read the rows, not the plan they came from (the plan reads the
+state table, so Delta would count the append as a read of the table it writes, and the MERGE
+would evaluate the plan again for each of its passes).
+
+In `local[N]` that is a local checkpoint: the rows stay in the block manager of the one JVM,
+which is the driver too. On a cluster a local checkpoint's blocks live in the executors and
+die with them, with no plan left to compute them again: a worker lost between the checkpoint
+and the MERGE failed the update (`CHECKPOINT_RDD_BLOCK_ID_NOT_FOUND`, tests/test_cluster.py).
+There the rows are collected into the driver instead and written from there (a local relation),
+which no executor's loss can take away.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+
+
+def computed_once(df: DataFrame) -> DataFrame:
+    """`df`'s rows, computed now (its observations reported), with no plan behind them."""
+    spark = df.sparkSession
+    if (spark.sparkContext.master or "local").startswith("local"):
+        return df.localCheckpoint(eager=True)
+    # In the JVM: the rows never pass through Python.
+    rows = df._jdf.collectAsList()
+    return DataFrame(spark._jsparkSession.createDataFrame(rows, df._jdf.schema()), spark)
