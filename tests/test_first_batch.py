@@ -9,6 +9,7 @@ from pathlib import Path
 from exactly_once.local.execution.refresh import RefreshSelection
 from exactly_once.local.execution.update import PipelineUpdate
 from exactly_once.local.graph.loader import load_graph
+from exactly_once.local.graph.registry import PipelineGraph
 from exactly_once.local.observe.timeline import Timeline
 from exactly_once.local.storage import delta_log
 from exactly_once.local.storage.warehouse import Warehouse
@@ -36,18 +37,22 @@ def start_jobs(spark, graph, warehouse, selection=None) -> int:
     return span.spark_jobs
 
 
-def ids(spark, path: Path) -> list[int]:
-    return sorted(r.id for r in spark.read.format("delta").load(str(path)).collect())
-
-
-def test_a_new_query_reads_appended_commits_and_falls_back_to_the_snapshot(spark, tmp_path):
+def upstream_of_rows_0_to_2(spark, tmp_path: Path) -> tuple[Path, PipelineGraph, Warehouse]:
+    """A source table of ids 0-2, the pipeline of PIPELINE over it, and its empty warehouse."""
     source = tmp_path / "source"
     spark.range(0, 3).write.format("delta").save(str(source))
     directory = tmp_path / "pipeline"
     directory.mkdir()
     (directory / "defs.py").write_text(textwrap.dedent(PIPELINE.format(source=str(source))))
-    graph = load_graph(spark, pipeline_files(directory))
-    warehouse = Warehouse(tmp_path / "wh")
+    return source, load_graph(spark, pipeline_files(directory)), Warehouse(tmp_path / "wh")
+
+
+def ids(spark, path: Path) -> list[int]:
+    return sorted(r.id for r in spark.read.format("delta").load(str(path)).collect())
+
+
+def test_a_new_query_reads_appended_commits_and_falls_back_to_the_snapshot(spark, tmp_path):
+    source, graph, warehouse = upstream_of_rows_0_to_2(spark, tmp_path)
     upstream = warehouse.table_path("upstream")
 
     PipelineUpdate(spark, graph, warehouse).run()
@@ -83,13 +88,7 @@ def test_a_restarted_query_finds_its_first_batch_again_without_a_spark_job(spark
     source for that batch again (to run it again, or to set the source up), and Delta builds it
     from the upstream's snapshot unless the query names its starting version: Spark jobs in
     every such restart, with no new data at all."""
-    source = tmp_path / "source"
-    spark.range(0, 3).write.format("delta").save(str(source))
-    directory = tmp_path / "pipeline"
-    directory.mkdir()
-    (directory / "defs.py").write_text(textwrap.dedent(PIPELINE.format(source=str(source))))
-    graph = load_graph(spark, pipeline_files(directory))
-    warehouse = Warehouse(tmp_path / "wh")
+    _, graph, warehouse = upstream_of_rows_0_to_2(spark, tmp_path)
 
     PipelineUpdate(spark, graph, warehouse).run()  # `downstream` logged batch 0
     timeline = Timeline(spark_jobs=True)

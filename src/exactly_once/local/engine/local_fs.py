@@ -48,7 +48,7 @@ def delete_in_the_jvm(spark: Any) -> None:
     `JavaUtils.isUnix`, read by that method alone, is set false. `Utils` and `SparkSystemUtils`
     copy the flag when they initialize, for their own uses of it, so they are initialized first
     and keep `true`. The driver JVM only: in `local[N]` the executors' deletes run there too; a
-cluster's executors keep `rm -rf` (their RocksDB stores' directories)."""
+    cluster's executors keep `rm -rf` (their RocksDB stores' directories)."""
     classes = spark.sparkContext._jvm.java.lang.Class
     for copies in ("org.apache.spark.util.Utils$", "org.apache.spark.util.SparkSystemUtils$"):
         classes.forName(copies)  # initialized, so the flag they copied stays true

@@ -17,11 +17,13 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame
 
+from exactly_once.local.engine.deployment import Deployment
+
 
 def computed_once(df: DataFrame) -> DataFrame:
     """`df`'s rows, computed now (its observations reported), with no plan behind them."""
     spark = df.sparkSession
-    if (spark.sparkContext.master or "local").startswith("local"):
+    if not Deployment(spark.sparkContext.master or Deployment.master).is_cluster:
         return df.localCheckpoint(eager=True)
     # In the JVM: the rows never pass through Python.
     rows = df._jdf.collectAsList()

@@ -51,7 +51,7 @@ def build(archive: Path = CLASS_ARCHIVE) -> None:
         # The session's own options (no archive yet: it was removed above), so the classes
         # archived are those a session loads with the same JIT and collector.
         options = jvm_options.java_options(f"-XX:ArchiveClassesAtExit={archive}",
-                                          class_archive.QUIET)
+                                           class_archive.QUIET)
         spark = build_session(work / "warehouse", log_level="OFF",
                               extra_conf={"spark.driver.extraJavaOptions": options})
         training_updates(spark, work)
