@@ -9,6 +9,8 @@ rounded, coerced or truncated on the way.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
@@ -124,37 +126,47 @@ def _unreadable(value: Column, text: Column, digest: Column, document: Column,
             .when(fields.isNull(), F.lit(MALFORMED_JSON)))
 
 
-def _typed(field: StructField, value: Column) -> tuple[Column, list[Column]]:
-    """A field's contract-typed value and the reasons it fails, from its VARIANT value.
+def _typed(field: StructField, value: Column) -> tuple[Column, Callable[[Column], Column]]:
+    """A field's contract-typed value from its VARIANT value, and the reason it fails given
+    that typed value (the column the first one becomes).
 
     The value is NULL when the field is absent, JSON null or invalid; the rules decide whether
     that is allowed. A present, non-null value that is not exactly a value of the type is named:
     STRING takes a JSON string; BIGINT and INT a JSON integer literal in range (not 1.0 or 1e2,
     which VARIANT reads as DECIMAL / DOUBLE); DECIMAL(p, s) a decimal string with at most s
     places; TIMESTAMP a string matching TIMESTAMP_PATTERN.
+
+    The reason reads the typed column, not the expressions that made it: a check that rebuilt
+    them parsed every field twice per record, about half of the parse's time (BENCHMARKS.md,
+    "The parse").
     """
     kind = F.schema_of_variant(value)
     present = value.isNotNull() & ~F.is_variant_null(value)
     text = F.when(kind == "STRING", F.variant_get(value, "$", "string"))
     data_type = field.dataType
+
+    def failed(reason: Column | str) -> Callable[[Column], Column]:
+        return lambda typed: F.when(typed.isNull() & present,
+                                    reason if isinstance(reason, Column) else F.lit(reason))
+
     if isinstance(data_type, StringType):
-        return text, [F.when(present & text.isNull(), F.lit(invalid(field.name)))]
+        return text, failed(invalid(field.name))
     if isinstance(data_type, (LongType, IntegerType)):
         number = F.when(kind == "BIGINT", F.try_variant_get(value, "$", data_type.simpleString()))
-        return number, [F.when(present & number.isNull(), F.lit(invalid(field.name)))]
+        return number, failed(invalid(field.name))
     if isinstance(data_type, DecimalType):
         unsigned = decimal_pattern(data_type.precision, data_type.scale).removeprefix("^")
         exact = text.rlike("^-?" + unsigned) & ~text.rlike(NEGATIVE_ZERO)
-        number = F.when(exact, text.try_cast(data_type))
+        # A decimal with more places than the type's is never exact: only a NULL is looked at.
         too_many_places = text.rlike(DECIMAL_LITERAL) & \
             text.rlike(rf"\.[0-9]{{{data_type.scale + 1},}}\z")
-        return number, [
-            F.when(present & too_many_places, F.lit(invalid_scale(field.name)))
-            .when(present & number.isNull(), F.lit(invalid(field.name)))]
+        return F.when(exact, text.try_cast(data_type)), failed(
+            F.when(too_many_places, F.lit(invalid_scale(field.name)))
+            .otherwise(F.lit(invalid(field.name))))
     if isinstance(data_type, TimestampType):
         moment = F.when(text.rlike(TIMESTAMP_PATTERN),
                         F.try_to_timestamp(text, F.lit(TIMESTAMP_FORMAT)))
-        return moment, [F.when(present & moment.isNull(), F.lit(invalid(field.name)))]
+        return moment, failed(invalid(field.name))
     raise ValueError(f"contract field {field.name}: no JSON mapping for {data_type.simpleString()}")
 
 
@@ -187,7 +199,7 @@ def parse_events(bronze: DataFrame, topic: TopicSettings) -> DataFrame:
                                            F.array(*[F.lit(f.name) for f in schema]))) > 0,
                      F.lit(UNKNOWN_FIELD))
     events = readable.select("*", *[value.alias(name) for name, (value, _) in typed.items()])
-    checks = F.array(*[c for _, field_checks in typed.values() for c in field_checks], unknown,
+    checks = F.array(*[failed(F.col(name)) for name, (_, failed) in typed.items()], unknown,
                      *rule_failures(dict(topic.rules)))
     errors = F.when(F.col("_unreadable").isNotNull(), F.array("_unreadable")).otherwise(
         F.filter(checks, lambda e: e.isNotNull()))
