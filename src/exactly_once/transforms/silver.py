@@ -145,15 +145,14 @@ def _typed(field: StructField, value: Column) -> tuple[Column, Callable[[Column]
     text = F.when(kind == "STRING", F.variant_get(value, "$", "string"))
     data_type = field.dataType
 
-    def failed(reason: Column | str) -> Callable[[Column], Column]:
-        return lambda typed: F.when(typed.isNull() & present,
-                                    reason if isinstance(reason, Column) else F.lit(reason))
+    def failed(reason: Column) -> Callable[[Column], Column]:
+        return lambda typed: F.when(typed.isNull() & present, reason)
 
     if isinstance(data_type, StringType):
-        return text, failed(invalid(field.name))
+        return text, failed(F.lit(invalid(field.name)))
     if isinstance(data_type, (LongType, IntegerType)):
         number = F.when(kind == "BIGINT", F.try_variant_get(value, "$", data_type.simpleString()))
-        return number, failed(invalid(field.name))
+        return number, failed(F.lit(invalid(field.name)))
     if isinstance(data_type, DecimalType):
         unsigned = decimal_pattern(data_type.precision, data_type.scale).removeprefix("^")
         exact = text.rlike("^-?" + unsigned) & ~text.rlike(NEGATIVE_ZERO)
@@ -166,7 +165,7 @@ def _typed(field: StructField, value: Column) -> tuple[Column, Callable[[Column]
     if isinstance(data_type, TimestampType):
         moment = F.when(text.rlike(TIMESTAMP_PATTERN),
                         F.try_to_timestamp(text, F.lit(TIMESTAMP_FORMAT)))
-        return moment, failed(invalid(field.name))
+        return moment, failed(F.lit(invalid(field.name)))
     raise ValueError(f"contract field {field.name}: no JSON mapping for {data_type.simpleString()}")
 
 
@@ -199,7 +198,7 @@ def parse_events(bronze: DataFrame, topic: TopicSettings) -> DataFrame:
                                            F.array(*[F.lit(f.name) for f in schema]))) > 0,
                      F.lit(UNKNOWN_FIELD))
     events = readable.select("*", *[value.alias(name) for name, (value, _) in typed.items()])
-    checks = F.array(*[failed(F.col(name)) for name, (_, failed) in typed.items()], unknown,
+    checks = F.array(*[failed(F.col(f"`{name}`")) for name, (_, failed) in typed.items()], unknown,
                      *rule_failures(dict(topic.rules)))
     errors = F.when(F.col("_unreadable").isNotNull(), F.array("_unreadable")).otherwise(
         F.filter(checks, lambda e: e.isNotNull()))
