@@ -144,15 +144,16 @@ def _typed(field: StructField, value: Column) -> tuple[Column, Callable[[Column]
     present = value.isNotNull() & ~F.is_variant_null(value)
     text = F.when(kind == "STRING", F.variant_get(value, "$", "string"))
     data_type = field.dataType
+    not_a_value = F.lit(invalid(field.name))
 
     def failed(reason: Column) -> Callable[[Column], Column]:
         return lambda typed: F.when(typed.isNull() & present, reason)
 
     if isinstance(data_type, StringType):
-        return text, failed(F.lit(invalid(field.name)))
+        return text, failed(not_a_value)
     if isinstance(data_type, (LongType, IntegerType)):
         number = F.when(kind == "BIGINT", F.try_variant_get(value, "$", data_type.simpleString()))
-        return number, failed(F.lit(invalid(field.name)))
+        return number, failed(not_a_value)
     if isinstance(data_type, DecimalType):
         unsigned = decimal_pattern(data_type.precision, data_type.scale).removeprefix("^")
         exact = text.rlike("^-?" + unsigned) & ~text.rlike(NEGATIVE_ZERO)
@@ -160,12 +161,11 @@ def _typed(field: StructField, value: Column) -> tuple[Column, Callable[[Column]
         too_many_places = text.rlike(DECIMAL_LITERAL) & \
             text.rlike(rf"\.[0-9]{{{data_type.scale + 1},}}\z")
         return F.when(exact, text.try_cast(data_type)), failed(
-            F.when(too_many_places, F.lit(invalid_scale(field.name)))
-            .otherwise(F.lit(invalid(field.name))))
+            F.when(too_many_places, F.lit(invalid_scale(field.name))).otherwise(not_a_value))
     if isinstance(data_type, TimestampType):
         moment = F.when(text.rlike(TIMESTAMP_PATTERN),
                         F.try_to_timestamp(text, F.lit(TIMESTAMP_FORMAT)))
-        return moment, failed(F.lit(invalid(field.name)))
+        return moment, failed(not_a_value)
     raise ValueError(f"contract field {field.name}: no JSON mapping for {data_type.simpleString()}")
 
 
