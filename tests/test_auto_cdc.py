@@ -161,6 +161,33 @@ def test_tombstones_expire_after_the_retention_threshold(tables, spark):
     assert tables.rows() == [("a", 2, "too late")]
 
 
+def test_a_gc_pass_runs_only_when_a_tombstone_may_have_expired(tables, spark):
+    """The GC pass reads the whole state table (Spark jobs) in every batch; the state log's
+    file statistics tell when it cannot find anything: no tombstone at all (a ledger that
+    never deletes), or none older than the retention."""
+    sc = spark.sparkContext
+
+    def jobs(rows, **options) -> int:
+        group = f"gc-{tables.next_batch}"
+        sc.setJobGroup(group, group)
+        try:
+            tables.apply(rows, **options)
+        finally:
+            sc.setLocalProperty("spark.jobGroup.id", None)
+        return len(sc.statusTracker().getJobIdsForGroup(group))
+
+    tables.apply([up("a", 1, "v1")])
+    kept = jobs([up("b", 1, "b1")])  # tombstones kept: no GC pass
+    assert jobs([up("c", 1, "c1")], tombstone_gc_seconds=2 * 24 * 3600) == kept  # none at all
+    tables.apply([delete("a", 2)], tombstone_gc_seconds=3600)
+    assert jobs([up("d", 1, "d1")], tombstone_gc_seconds=3600) == kept  # one, an hour to go
+    assert jobs([up("e", 1, "e1")], tombstone_gc_seconds=0) > kept  # expired: the pass runs
+    state = spark.read.format("delta").load(tables.state)
+    assert state.where("__is_delete").count() == 0, "and removed it"
+    tables.apply([up("a", 1, "v1 again")])  # older than the forgotten delete: applied as new
+    assert ("a", 1, "v1 again") in tables.rows()
+
+
 def test_replaying_a_committed_batch_changes_nothing(tables, spark):
     tables.apply([up("a", 1, "v1")], batch_id=0)
     tables.apply([up("a", 2, "v2")], batch_id=1)

@@ -12,7 +12,9 @@ Per batch:
    the batch);
 5. one MERGE into the target (none when nothing changes it), then the applied changes are
    appended to the state table, then tombstones older than
-   `pipelines.cdc.tombstoneGCThresholdInSeconds` are removed from the state table.
+   `pipelines.cdc.tombstoneGCThresholdInSeconds` are removed from the state table (a pass
+   that reads the whole state table, skipped when the state log's file statistics show no
+   tombstone that old: see `tombstones_may_have_expired`).
 
 Steps 1-4 are one Spark job. The state table is a log: each applied change appends one row
 (keys, sequence, tie-break, delete flag, when it was deleted), and a key's stored state is its
@@ -31,6 +33,8 @@ the rows the first attempt would have written.
 """
 
 from __future__ import annotations
+
+from datetime import datetime, timezone
 
 from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
@@ -150,6 +154,42 @@ def collect_tombstones(spark: SparkSession, state_path: str, spec: AutoCdcSpec,
     return len(expired)
 
 
+# How much older than now the oldest tombstone must look to be certainly unexpired: covers the
+# time between this check and when the GC pass would have read the clock.
+EXPIRY_MARGIN_SECONDS = 5.0
+
+
+def tombstones_may_have_expired(state_path: str, retention_seconds: float) -> bool:
+    """Whether a GC pass could find a tombstone older than `retention_seconds`.
+
+    False only when the state log's file statistics (Delta's per-file `nullCount` and
+    `minValues` of `__deleted_at`, read from the commit files: no Spark job) show that no row
+    has a deletion time older than the retention, with a margin: no tombstone at all (a flow
+    without deletes, such as an idempotent ledger), or only recent ones. The pass would then
+    remove nothing, and it costs a read of the whole state table (a snapshot and a join:
+    Spark jobs) in every batch. Anything the statistics cannot tell (no statistics, a state
+    table written before `__deleted_at`, cleaned-up commits) answers True.
+    """
+    files = delta_log.live_file_stats(state_path)
+    if files is None:
+        return True
+    oldest: datetime | None = None
+    for stats in files:
+        if stats is None or DELETED_AT not in (stats.get("nullCount") or {}):
+            return True
+        if stats["nullCount"][DELETED_AT] >= stats.get("numRecords", 0):
+            continue  # no row of this file is a tombstone with a deletion time
+        minimum = (stats.get("minValues") or {}).get(DELETED_AT)
+        if minimum is None:
+            return True
+        deleted_at = datetime.fromisoformat(minimum)
+        oldest = deleted_at if oldest is None else min(oldest, deleted_at)
+    if oldest is None:
+        return False
+    age = (datetime.now(timezone.utc) - oldest).total_seconds()
+    return age + EXPIRY_MARGIN_SECONDS > retention_seconds
+
+
 def apply_scd1_batch(spark: SparkSession, batch: DataFrame, spec: AutoCdcSpec,
                      target_path: str, state_path: str, write: BatchWrite, *,
                      rejected_path: str | None = None,
@@ -173,7 +213,8 @@ def apply_scd1_batch(spark: SparkSession, batch: DataFrame, spec: AutoCdcSpec,
     committed = applied > 0 and _apply(spark, spec, changes, batch.columns,
                                        data_columns(spec, batch.columns), applied == deletes,
                                        target_path, state_path, write)
-    if tombstone_gc_seconds is not None:
+    if tombstone_gc_seconds is not None \
+            and tombstones_may_have_expired(state_path, tombstone_gc_seconds):
         collect_tombstones(spark, state_path, spec, tombstone_gc_seconds)
     stale = total - rejected - truncates - (applied - from_truncates)
     if not committed:  # nothing new, or an earlier attempt of this batch wrote the target

@@ -164,6 +164,39 @@ def row_count(path: StoragePath | str) -> int | None:
     return rows
 
 
+# path -> (table id, version, each live file's parsed `stats`, None for a file without)
+_live_files: dict[str, tuple[str | None, int, dict[str, dict[str, Any] | None]]] = {}
+
+
+def live_file_stats(path: StoragePath | str) -> list[dict[str, Any] | None] | None:
+    """The statistics Delta wrote for each file of the table's latest version (`add.stats`,
+    parsed: numRecords, minValues, maxValues, nullCount; None for a file written without),
+    replayed from the commit files; None when they cannot tell (commit files already cleaned
+    up). Remembered per path, as `row_count`: the next call reads only the commits since."""
+    key = str(location(path).resolve())
+    committed = versions(path)
+    if not committed:  # no table, or a log left with a checkpoint alone
+        return None
+    ident = table_id(path)
+    known_id, version, files = _live_files.get(key, (ident, -1, {}))
+    if known_id != ident or version > committed[-1]:  # recreated at the same path
+        version, files = -1, {}
+    if committed[0] > version + 1:  # commit files before these were cleaned up
+        return None
+    files = dict(files)
+    for v in committed:
+        if v > version:
+            for action in actions(path, v):
+                if "remove" in action:
+                    files.pop(action["remove"]["path"], None)
+                elif "add" in action:
+                    stats = action["add"].get("stats")
+                    files[action["add"]["path"]] = json.loads(stats) if stats else None
+            version = v
+    _live_files[key] = (ident, version, files)
+    return list(files.values())
+
+
 def appends_since_creation(path: StoragePath | str, max_versions: int = 100) -> bool:
     """Whether every commit of the table, from its creation (version 0) on, only added rows:
     no file removed, no change of schema or protocol after version 0. Then its commits, read
