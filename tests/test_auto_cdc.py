@@ -9,6 +9,7 @@ import pytest
 from helpers import crash_after_target_commit
 from pyspark.sql import functions as F
 
+from exactly_once.local.auto_cdc.changes import read_state
 from exactly_once.local.auto_cdc.commits import BatchWrite
 from exactly_once.local.auto_cdc.scd1 import apply_scd1_batch, ensure_state_table, target_schema
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
@@ -186,6 +187,20 @@ def test_a_gc_pass_runs_only_when_a_tombstone_may_have_expired(tables, spark):
     assert state.where("__is_delete").count() == 0, "and removed it"
     tables.apply([up("a", 1, "v1 again")])  # older than the forgotten delete: applied as new
     assert ("a", 1, "v1 again") in tables.rows()
+
+
+def test_a_state_without_rows_is_read_without_a_delta_scan(tables, spark):
+    """Every flow's first batch reads its empty state: as a local relation of the table's own
+    schema (Delta plans a scan of an empty table in about half a second)."""
+    def plan(df) -> str:
+        return df._jdf.queryExecution().optimizedPlan().toString()
+
+    empty = read_state(spark, tables.state)
+    assert empty.schema == spark.read.format("delta").load(tables.state).schema
+    assert plan(empty).startswith("LocalRelation") and "parquet" not in plan(empty)
+    tables.apply([up("a", 1, "v1")])
+    state = read_state(spark, tables.state)
+    assert "parquet" in plan(state) and state.count() == 1  # the Delta table's files
 
 
 def test_replaying_a_committed_batch_changes_nothing(tables, spark):

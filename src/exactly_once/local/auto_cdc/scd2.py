@@ -44,6 +44,7 @@ from exactly_once.local.auto_cdc.changes import (
     fill_null_updates,
     merge_condition,
     observed_counts,
+    read_state,
     tag_events,
     target_columns,
     tie_break,
@@ -137,7 +138,7 @@ def _one_per_sequence(events: DataFrame, spec: AutoCdcSpec) -> DataFrame:
 def journal_events(spark: SparkSession, state_path: str, spec: AutoCdcSpec,
                    columns: list[str]) -> DataFrame:
     """The journal, one event per (key, sequence), with its TIE."""
-    journal = spark.read.format("delta").load(state_path)
+    journal = read_state(spark, state_path)
     return _one_per_sequence(journal.withColumn(TIE, tie_break(columns)), spec)
 
 
