@@ -189,18 +189,43 @@ def test_a_gc_pass_runs_only_when_a_tombstone_may_have_expired(tables, spark):
     assert ("a", 1, "v1 again") in tables.rows()
 
 
-def test_a_state_without_rows_is_read_without_a_delta_scan(tables, spark):
-    """Every flow's first batch reads its empty state: as a local relation of the table's own
-    schema (Delta plans a scan of an empty table in about half a second)."""
-    def plan(df) -> str:
-        return df._jdf.queryExecution().optimizedPlan().toString()
+def scan_of(df) -> str:
+    """What the read's scan lists: plain paths (Spark's InMemoryFileIndex), Delta's log (its
+    own file indexes, PreparedDeltaFileIndex once planned), or nothing (a local relation)."""
+    plan = df._jdf.queryExecution().executedPlan().toString()
+    if "InMemoryFileIndex" in plan:
+        return "paths"
+    return "delta" if "DeltaFileIndex" in plan or "TahoeLogFileIndex" in plan else "none"
+
+
+def test_the_state_is_read_as_the_parquet_files_its_log_names(tables, spark):
+    """An empty state (every flow's first batch) as a local relation of the table's schema;
+    then the files of the latest version as plain Parquet, not through Delta's scan (its state
+    rebuilt from the log at each new version); the same rows as Delta's reader, also after the
+    tombstone GC rewrote files; a table with deletion vectors is read by Delta."""
+    def delta(path=tables.state):
+        return spark.read.format("delta").load(path)
 
     empty = read_state(spark, tables.state)
-    assert empty.schema == spark.read.format("delta").load(tables.state).schema
-    assert plan(empty).startswith("LocalRelation") and "parquet" not in plan(empty)
-    tables.apply([up("a", 1, "v1")])
+    assert empty.schema == delta().schema and scan_of(empty) == "none" and empty.count() == 0
+    tables.apply([up("a", 1, "v1"), up("b", 1, "b1")])
+    tables.apply([delete("a", 2)], tombstone_gc_seconds=3600)
+    tables.apply([up("c", 1, "c1")])
     state = read_state(spark, tables.state)
-    assert "parquet" in plan(state) and state.count() == 1  # the Delta table's files
+    assert scan_of(state) == "paths" and state.schema == delta().schema
+    assert sorted(state.collect()) == sorted(delta().collect())
+    tables.apply([up("d", 1, "d1")], tombstone_gc_seconds=0)  # the GC rewrites a's files
+    state = read_state(spark, tables.state)
+    assert sorted(state.collect()) == sorted(delta().collect())
+    assert delta().where("id = 'a'").count() == 0 and state.count() == 3
+
+    tables.apply([up("e", 1, "e1"), up("f", 1, "f1")])  # one file of two rows
+    spark.sql(f"ALTER TABLE delta.`{tables.state}` SET TBLPROPERTIES "
+              "('delta.enableDeletionVectors' = 'true')")
+    spark.sql(f"DELETE FROM delta.`{tables.state}` WHERE id = 'e'")  # a vector on that file
+    state = read_state(spark, tables.state)
+    assert scan_of(state) == "delta"
+    assert sorted(state.collect()) == sorted(delta().collect()) and state.count() == 4
 
 
 def test_replaying_a_committed_batch_changes_nothing(tables, spark):

@@ -24,6 +24,8 @@ IS_TRUNCATE = "__is_truncate"
 SYNTHETIC = "__from_truncate"
 REJECT_REASON = "__reject_reason"
 RESET = "__reset"
+# Up to this many paths, a read's files are listed in the driver (Spark's default: 32).
+PATHS_LISTED_IN_DRIVER = "spark.sql.sources.parallelPartitionDiscovery.threshold"
 
 
 @dataclass(frozen=True)
@@ -51,16 +53,29 @@ class BatchCounts:
 
 
 def read_state(spark: SparkSession, state_path: str) -> DataFrame:
-    """The flow's state table (SCD1's state log, SCD2's journal). One that holds no row, by its
-    log (`delta_log.row_count`), as every flow's does in its first batch, is read as an empty
-    local relation of the table's own schema: the same rows, without the half second of Delta's
-    scan planning of an empty table (measured warm, per read)."""
+    """The flow's state table (SCD1's state log, SCD2's journal), as of its latest version.
+
+    Read as the Parquet files its log names for that version (`delta_log.plain_parquet_files`,
+    with the table's schema), not through Delta's reader, whose scan of a table at a new
+    version (every batch appends to the state) rebuilds the table's state from its log and
+    applies data skipping: several Spark jobs and about a sixth of a warm update's JVM CPU for
+    the four flows (BENCHMARKS.md). The same rows: the state is only appended to, and rows
+    leave it only by rewriting files (the tombstone GC's MERGE), which the log says. A state
+    that holds no row by its log, as every flow's in its first batch, is an empty local
+    relation of the table's schema. A table the log cannot describe so (deletion vectors,
+    column mapping, commit files cleaned up) is read by Delta, and so is one of more files than
+    Spark lists in the driver: beyond that it lists the paths of a read with a Spark job of a
+    task per path.
+    """
     state = spark.read.format("delta").load(state_path)
     if delta_log.row_count(state_path) == 0:  # built in the JVM: a local relation, no Python RDD
         no_rows = spark._jvm.java.util.ArrayList()  # type: ignore[union-attr]
         return DataFrame(spark._jsparkSession.createDataFrame(no_rows, state._jdf.schema()),
                          spark)
-    return state
+    files = delta_log.plain_parquet_files(state_path)
+    if not files or len(files) > int(spark.conf.get(PATHS_LISTED_IN_DRIVER, "32") or 32):
+        return state
+    return spark.read.schema(state.schema).parquet(*files)
 
 
 def target_columns(spec: AutoCdcSpec, source_columns: list[str]) -> list[str]:

@@ -18,6 +18,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote
 
 from exactly_once.local.storage.files import StoragePath, location
 
@@ -164,37 +165,98 @@ def row_count(path: StoragePath | str) -> int | None:
     return rows
 
 
-# path -> (table id, version, each live file's parsed `stats`, None for a file without)
-_live_files: dict[str, tuple[str | None, int, dict[str, dict[str, Any] | None]]] = {}
+@dataclass(frozen=True)
+class LiveFiles:
+    """A table's latest version as its commit files say: each live file's `add` action (keyed
+    by `_file_key`), and the table's configuration (its metaData's)."""
+
+    version: int
+    adds: dict[str, dict[str, Any]]
+    configuration: dict[str, str]
+    partitioned: bool
 
 
-def live_file_stats(path: StoragePath | str) -> list[dict[str, Any] | None] | None:
-    """The statistics Delta wrote for each file of the table's latest version (`add.stats`,
-    parsed: numRecords, minValues, maxValues, nullCount; None for a file written without),
-    replayed from the commit files; None when they cannot tell (commit files already cleaned
-    up). Remembered per path, as `row_count`: the next call reads only the commits since."""
+_live_files: dict[str, tuple[str | None, LiveFiles]] = {}  # path -> (table id, files)
+
+
+def _file_key(action: dict[str, Any]) -> str:
+    """A file's identity in log replay: its path and its deletion vector's, as Delta's own
+    replay keys it (a DELETE that adds a vector to a file adds the file with the vector and
+    removes it without, in either order within its commit)."""
+    vector = action.get("deletionVector") or {}
+    return "\n".join([action["path"], str(vector.get("storageType", "")),
+                      str(vector.get("pathOrInlineDv", "")), str(vector.get("offset", ""))])
+_NO_FILES = LiveFiles(-1, {}, {}, False)
+
+
+def live_files(path: StoragePath | str) -> LiveFiles | None:
+    """The files of the table's latest version, replayed from its commit files (`add` and
+    `remove` in order); None when they cannot tell (no commit file, or those before the
+    versions remembered already cleaned up). Remembered per path, as `row_count`: the next
+    call reads only the commits since."""
     key = str(location(path).resolve())
     committed = versions(path)
     if not committed:  # no table, or a log left with a checkpoint alone
         return None
     ident = table_id(path)
-    known_id, version, files = _live_files.get(key, (ident, -1, {}))
-    if known_id != ident or version > committed[-1]:  # recreated at the same path
-        version, files = -1, {}
-    if committed[0] > version + 1:  # commit files before these were cleaned up
+    known_id, known = _live_files.get(key, (ident, _NO_FILES))
+    if known_id != ident or known.version > committed[-1]:  # recreated at the same path
+        known = _NO_FILES
+    if committed[0] > known.version + 1:  # commit files before these were cleaned up
         return None
-    files = dict(files)
+    adds, configuration, partitioned = dict(known.adds), known.configuration, known.partitioned
+    version = known.version
     for v in committed:
         if v > version:
             for action in actions(path, v):
                 if "remove" in action:
-                    files.pop(action["remove"]["path"], None)
+                    adds.pop(_file_key(action["remove"]), None)
                 elif "add" in action:
-                    stats = action["add"].get("stats")
-                    files[action["add"]["path"]] = json.loads(stats) if stats else None
+                    adds[_file_key(action["add"])] = action["add"]
+                elif "metaData" in action:
+                    configuration = dict(action["metaData"].get("configuration") or {})
+                    partitioned = bool(action["metaData"].get("partitionColumns"))
             version = v
-    _live_files[key] = (ident, version, files)
-    return list(files.values())
+    files = LiveFiles(version, adds, configuration, partitioned)
+    _live_files[key] = (ident, files)
+    return files
+
+
+def live_file_stats(path: StoragePath | str) -> list[dict[str, Any] | None] | None:
+    """The statistics Delta wrote for each file of the table's latest version (`add.stats`,
+    parsed: numRecords, minValues, maxValues, nullCount; None for a file written without);
+    None when the commit files cannot tell (`live_files`)."""
+    files = live_files(path)
+    if files is None:
+        return None
+    return [json.loads(add["stats"]) if add.get("stats") else None
+            for add in files.adds.values()]
+
+
+# Table settings under which a file's Parquet columns are not the table's columns as they are.
+_NOT_PLAIN_PARQUET = {"delta.columnMapping.mode": {"id", "name"},
+                      "delta.enableTypeWidening": {"true"}}
+
+
+def plain_parquet_files(path: StoragePath | str) -> list[str] | None:
+    """The Parquet files that hold exactly the table's latest version, read as plain Parquet
+    with the table's schema (a column a file lacks reads as NULL, as Delta reads it): for a
+    table without partitions, deletion vectors, column mapping or type widening, whose files
+    the log names by relative paths. None for any other table, or when the commit files cannot
+    tell (`live_files`): then only Delta's reader can read it."""
+    files = live_files(path)
+    if files is None or files.partitioned or any(
+            files.configuration.get(key, "").lower() in values
+            for key, values in _NOT_PLAIN_PARQUET.items()):
+        return None
+    root = str(path).rstrip("/")
+    found = []
+    for add in files.adds.values():
+        name = str(add["path"])
+        if add.get("deletionVector") or ":" in name or name.startswith("/"):
+            return None  # rows deleted by a vector, or a file outside the table (a clone)
+        found.append(f"{root}/{unquote(name)}")
+    return found
 
 
 def appends_since_creation(path: StoragePath | str, max_versions: int = 100) -> bool:
