@@ -176,9 +176,10 @@ def tombstones_may_have_expired(state_path: str, retention_seconds: float) -> bo
         return True
     oldest: datetime | None = None
     for stats in files:
-        if stats is None or DELETED_AT not in (stats.get("nullCount") or {}):
+        if stats is None or "numRecords" not in stats \
+                or DELETED_AT not in (stats.get("nullCount") or {}):
             return True
-        if stats["nullCount"][DELETED_AT] >= stats.get("numRecords", 0):
+        if stats["nullCount"][DELETED_AT] >= stats["numRecords"]:
             continue  # no row of this file is a tombstone with a deletion time
         minimum = (stats.get("minValues") or {}).get(DELETED_AT)
         if minimum is None:

@@ -177,6 +177,7 @@ class LiveFiles:
 
 
 _live_files: dict[str, tuple[str | None, LiveFiles]] = {}  # path -> (table id, files)
+_NO_FILES = LiveFiles(-1, {}, {}, False)
 
 
 def _file_key(action: dict[str, Any]) -> str:
@@ -186,14 +187,13 @@ def _file_key(action: dict[str, Any]) -> str:
     vector = action.get("deletionVector") or {}
     return "\n".join([action["path"], str(vector.get("storageType", "")),
                       str(vector.get("pathOrInlineDv", "")), str(vector.get("offset", ""))])
-_NO_FILES = LiveFiles(-1, {}, {}, False)
 
 
 def live_files(path: StoragePath | str) -> LiveFiles | None:
-    """The files of the table's latest version, replayed from its commit files (`add` and
-    `remove` in order); None when they cannot tell (no commit file, or those before the
-    versions remembered already cleaned up). Remembered per path, as `row_count`: the next
-    call reads only the commits since."""
+    """The files of the table's latest version, replayed from its commit files (each commit's
+    `add` and `remove` actions, and its metaData); None when they cannot tell (no commit file,
+    or those before the versions remembered already cleaned up). Remembered per path, as
+    `row_count`: the next call reads only the commits since."""
     key = str(location(path).resolve())
     committed = versions(path)
     if not committed:  # no table, or a log left with a checkpoint alone
