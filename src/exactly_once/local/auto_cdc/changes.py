@@ -61,20 +61,19 @@ def read_state(spark: SparkSession, state_path: str) -> DataFrame:
     applies data skipping: several Spark jobs and about a sixth of a warm update's JVM CPU for
     the four flows (BENCHMARKS.md). The same rows: the state is only appended to, and rows
     leave it only by rewriting files (the tombstone GC's MERGE), which the log says. A state
-    that holds no row by its log, as every flow's in its first batch, is an empty local
-    relation of the table's schema. A table the log cannot describe so (deletion vectors,
-    column mapping, commit files cleaned up) is read by Delta, and so is one of more files than
-    Spark lists in the driver: beyond that it lists the paths of a read with a Spark job of a
-    task per path.
+    without files, as every flow's in its first batch, is an empty local relation of the
+    table's schema. A table the log cannot describe so (deletion vectors, column mapping,
+    commit files cleaned up) is read by Delta, and so is one of more files than Spark lists in
+    the driver: beyond that it lists the paths of a read with a Spark job of a task per path.
     """
     state = spark.read.format("delta").load(state_path)
-    if delta_log.row_count(state_path) == 0:  # built in the JVM: a local relation, no Python RDD
+    files = delta_log.plain_parquet_files(state_path)
+    if files is None or len(files) > int(spark.conf.get(PATHS_LISTED_IN_DRIVER, "32") or 32):
+        return state
+    if not files:  # built in the JVM: a local relation, no Python RDD
         no_rows = spark._jvm.java.util.ArrayList()  # type: ignore[union-attr]
         return DataFrame(spark._jsparkSession.createDataFrame(no_rows, state._jdf.schema()),
                          spark)
-    files = delta_log.plain_parquet_files(state_path)
-    if not files or len(files) > int(spark.conf.get(PATHS_LISTED_IN_DRIVER, "32") or 32):
-        return state
     return spark.read.schema(state.schema).parquet(*files)
 
 

@@ -140,6 +140,21 @@ def _rows_after(info: dict[str, Any], rows: int) -> int | None:
     return None
 
 
+def _resume(path: StoragePath | str, committed: list[int],
+            remembered: tuple[str | None, int] | None) -> tuple[str | None, int] | None:
+    """Where a replay of the table's commits picks up, given the (table id, last version
+    applied) remembered for its path: (the table's id, the version to go on after; -1 for a
+    replay from the start, as for a table recreated at the same path). None when the commit
+    files it would need were already cleaned up: then the log cannot tell."""
+    ident = table_id(path)
+    known_id, version = remembered or (ident, -1)
+    if known_id != ident or version > committed[-1]:  # recreated at the same path
+        version = -1
+    if committed[0] > version + 1:  # commit files before these were cleaned up
+        return None
+    return ident, version
+
+
 def row_count(path: StoragePath | str) -> int | None:
     """The table's rows, summed from its commits' operationMetrics (appends, MERGE, DELETE,
     overwrites); None when a commit does not say (an operation not listed above, or commit
@@ -149,12 +164,12 @@ def row_count(path: StoragePath | str) -> int | None:
     committed = versions(path)
     if not committed:
         return 0
-    ident = table_id(path)
-    known_id, version, rows = _row_counts.get(key, (ident, -1, 0))
-    if known_id != ident or version > committed[-1]:  # recreated at the same path
-        version, rows = -1, 0
-    if committed[0] > version + 1:  # commit files before these were cleaned up
+    known = _row_counts.get(key)
+    resumed = _resume(path, committed, known[:2] if known else None)
+    if resumed is None:
         return None
+    ident, version = resumed
+    rows = known[2] if known and version == known[1] else 0
     for v in committed:
         if v > version:
             after = _rows_after(commit_info(path, v), rows)
@@ -171,7 +186,7 @@ class LiveFiles:
     by `_file_key`), and the table's configuration (its metaData's)."""
 
     version: int
-    adds: dict[str, dict[str, Any]]
+    adds: dict[tuple[str, ...], dict[str, Any]]
     configuration: dict[str, str]
     partitioned: bool
 
@@ -180,13 +195,13 @@ _live_files: dict[str, tuple[str | None, LiveFiles]] = {}  # path -> (table id, 
 _NO_FILES = LiveFiles(-1, {}, {}, False)
 
 
-def _file_key(action: dict[str, Any]) -> str:
+def _file_key(action: dict[str, Any]) -> tuple[str, ...]:
     """A file's identity in log replay: its path and its deletion vector's, as Delta's own
     replay keys it (a DELETE that adds a vector to a file adds the file with the vector and
     removes it without, in either order within its commit)."""
     vector = action.get("deletionVector") or {}
-    return "\n".join([action["path"], str(vector.get("storageType", "")),
-                      str(vector.get("pathOrInlineDv", "")), str(vector.get("offset", ""))])
+    return (action["path"], *(str(vector.get(part, ""))
+                              for part in ("storageType", "pathOrInlineDv", "offset")))
 
 
 def live_files(path: StoragePath | str) -> LiveFiles | None:
@@ -198,14 +213,14 @@ def live_files(path: StoragePath | str) -> LiveFiles | None:
     committed = versions(path)
     if not committed:  # no table, or a log left with a checkpoint alone
         return None
-    ident = table_id(path)
-    known_id, known = _live_files.get(key, (ident, _NO_FILES))
-    if known_id != ident or known.version > committed[-1]:  # recreated at the same path
-        known = _NO_FILES
-    if committed[0] > known.version + 1:  # commit files before these were cleaned up
+    known_id, known = _live_files.get(key, (None, _NO_FILES))
+    resumed = _resume(path, committed, (known_id, known.version) if key in _live_files else None)
+    if resumed is None:
         return None
+    ident, version = resumed
+    if version != known.version:
+        known = _NO_FILES
     adds, configuration, partitioned = dict(known.adds), known.configuration, known.partitioned
-    version = known.version
     for v in committed:
         if v > version:
             for action in actions(path, v):
