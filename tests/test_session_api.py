@@ -88,3 +88,15 @@ def test_a_table_name_follows_the_warehouse_updated_last(spark, tmp_path):
         assert spark.read.table("catalog_managed_by_the_user").count() == 1, "left as it was"
     finally:
         spark.sql("DROP TABLE catalog_managed_by_the_user")
+
+
+def test_the_session_s_jvm_runs_in_utc_whatever_the_machine_s_zone(spark):
+    """The JVM's default zone and `user.timezone` are UTC, as the session's: with any of the
+    three elsewhere (a laptop in Los Angeles), Delta rebuilt a small table's whole state after
+    every commit to verify its checksum's file list, 24 Spark jobs more in a warm update
+    (engine/jvm_options.py). A machine set to UTC gives "Etc/UTC" here without the option."""
+    jvm = spark._jvm
+    assert jvm.java.util.TimeZone.getDefault().getID() == "UTC"
+    assert jvm.java.lang.System.getProperty("user.timezone") == "UTC"
+    snapshot = getattr(jvm, "org.apache.spark.sql.delta.Snapshot$").__getattr__("MODULE$")
+    assert not snapshot.allFilesInCrcVerificationForceEnabled(spark._jsparkSession)

@@ -15,6 +15,13 @@ and 100x the thresholds (100x: per-row code waits too long for C2).
 The parallel collector spends less CPU than G1 on this heap's short-lived garbage, and has no
 concurrent threads competing for the two cores.
 
+The JVMs' own time zone is UTC, as the session's is, whatever the machine's. Delta checks the
+three (the session's, the JVM's default and `user.timezone`): if any is not UTC, it rebuilds a
+small table's whole state after every commit to verify the file list its checksum carries
+(`allFilesInCrc.verificationMode.forceOnNonUTC`, against timestamps before 1883 that a
+non-UTC zone serializes differently). On a laptop in Los Angeles that was 98 Spark jobs in a
+warm ~100-record update instead of 74 (BENCHMARKS.md, issue 25).
+
 A cluster's executors run the same short tasks in JVMs that live one update: with the same two
 options an update of 630 records on the local 2-worker cluster took 0.7 of its time with
 HotSpot's defaults (BENCHMARKS.md, "Beyond one machine"). The class archive is the driver's
@@ -30,15 +37,16 @@ from exactly_once.local.engine import class_archive
 JIT = ("-XX:Tier4InvocationThreshold=150000 -XX:Tier4MinInvocationThreshold=18000 "
        "-XX:Tier4CompileThreshold=450000 -XX:Tier4BackEdgeThreshold=1200000")
 GC = "-XX:+UseParallelGC"
+ZONE = "-Duser.timezone=UTC"
 
 
 def java_options(*more: str) -> str:
     """`spark.driver.extraJavaOptions` of a session: these, the class archive when `make setup`
     has built it, then `more`."""
-    return " ".join(option for option in (JIT, GC, class_archive.java_options(), *more)
+    return " ".join(option for option in (JIT, GC, ZONE, class_archive.java_options(), *more)
                     if option)
 
 
 def executor_java_options() -> str:
     """`spark.executor.extraJavaOptions` of a session on a cluster."""
-    return f"{JIT} {GC}"
+    return f"{JIT} {GC} {ZONE}"
