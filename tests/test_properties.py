@@ -423,7 +423,9 @@ def canonical(spark, warehouse: Path, shift: timedelta = timedelta()) -> dict[st
     """The gold tables as sorted plain values, times moved by `shift` (to undo a shifted log)."""
     def plain(value):
         if isinstance(value, datetime):
-            return value + shift
+            # Spark hands timestamps over as naive local times: shifted as instants, since a
+            # naive local time plus 120 days is an hour off across a daylight-saving change.
+            return value.astimezone(timezone.utc) + shift
         if isinstance(value, dict):
             return {k: plain(v) for k, v in value.items()}
         return value
