@@ -27,6 +27,7 @@ from pyspark.sql.types import (
 from silver_pipeline import run_silver
 
 from exactly_once.kafka.kcat import KafkaRecord
+from exactly_once.local.observe.delivery import utc
 from exactly_once.transforms.silver import (
     TIMESTAMP_PATTERN,
     UNKNOWN_FIELD,
@@ -100,7 +101,8 @@ def test_valid_values_reach_silver_exactly_as_sent(spark, settings):
     (row,) = checked_events(parsed, orders).collect()
     assert row["event_id"] == sent["event_id"] and row["status"] == '{"a": 1}'  # a string stays
     assert row["sequence"] == 9223372036854775807 and row["amount"] == Decimal("129.90")
-    assert row["occurred_at"].isoformat() == "2026-11-21T01:00:00.123456"  # UTC, same instant
+    # The same instant, in UTC (Spark hands it over as a naive local time: `utc` makes it one).
+    assert utc(row["occurred_at"]).isoformat() == "2026-11-21T01:00:00.123456+00:00"
 
 
 @pytest.mark.parametrize("xp, errors", [

@@ -37,6 +37,7 @@ from reference import MAX_EVENT_AGE
 from silver_pipeline import run_silver
 
 from exactly_once.kafka.kcat import KafkaRecord
+from exactly_once.local.observe.delivery import utc
 from exactly_once.transforms.bronze import with_ingestion_time
 from exactly_once.transforms.silver import (
     INVALID_UTF8,
@@ -469,7 +470,10 @@ def check(records: list[Record], offsets: list[int], silver: dict[str, dict],
                             + " | ".join(where for _, _, where in group))
         for event, row, where in in_silver:
             expected = _expected(conf.topic(TOPICS[topic]), event)
-            if (got := {name: row[name] for name in expected}) != expected:
+            # Spark hands timestamps over as naive local times; the oracle's are naive UTC.
+            got = {name: utc(value).replace(tzinfo=None) if isinstance(value, datetime) else value
+                   for name, value in ((name, row[name]) for name in expected)}
+            if got != expected:
                 problems.append(f"changed: {got} != {expected} {where}")
     return problems, seen
 

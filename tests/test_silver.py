@@ -16,6 +16,7 @@ import pytest
 from helpers import checked_events, kafka_rows, order, reward
 
 from exactly_once.errors import SettingsError
+from exactly_once.local.observe.delivery import utc
 from exactly_once.transforms.bronze import read_kcat_file, with_ingestion_time
 from exactly_once.transforms.silver import (
     ARRIVED_LATE,
@@ -76,7 +77,7 @@ def test_a_valid_order_reaches_silver_with_the_contract_types(spark, settings, t
         *(f.name for f in event_schema(orders)), *LINEAGE]  # orders have no max_event_age
     (row,) = silver.collect()
     assert row["sequence"] == 3 and str(row["amount"]) == "129.90"
-    assert row["occurred_at"].isoformat().startswith("2026-11-21T10:00")
+    assert utc(row["occurred_at"]).isoformat().startswith("2026-11-21T10:00")
     assert row["kafka_offset"] == 0
 
 
