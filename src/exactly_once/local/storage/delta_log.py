@@ -213,13 +213,13 @@ def live_files(path: StoragePath | str) -> LiveFiles | None:
     committed = versions(path)
     if not committed:  # no table, or a log left with a checkpoint alone
         return None
-    known_id, known = _live_files.get(key, (None, _NO_FILES))
-    resumed = _resume(path, committed, (known_id, known.version) if key in _live_files else None)
+    remembered = _live_files.get(key)
+    resumed = _resume(path, committed, (remembered[0], remembered[1].version)
+                      if remembered else None)
     if resumed is None:
         return None
     ident, version = resumed
-    if version != known.version:
-        known = _NO_FILES
+    known = remembered[1] if remembered and version == remembered[1].version else _NO_FILES
     adds, configuration, partitioned = dict(known.adds), known.configuration, known.partitioned
     for v in committed:
         if v > version:
