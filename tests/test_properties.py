@@ -54,6 +54,7 @@ from exactly_once.kafka.kcat import KafkaRecord, write_kcat_jsonl
 from exactly_once.kafka.producer import produce_records
 from exactly_once.local.auto_cdc.changes import SEQUENCE
 from exactly_once.local.execution.pipeline import run_pipeline
+from exactly_once.local.observe.delivery import utc
 
 EXAMPLES_KNOB = "EXACTLY_ONCE_PROPERTY_EXAMPLES"
 EXAMPLES = int(os.environ.get(EXAMPLES_KNOB, "1"))  # generated streams in all
@@ -423,9 +424,9 @@ def canonical(spark, warehouse: Path, shift: timedelta = timedelta()) -> dict[st
     """The gold tables as sorted plain values, times moved by `shift` (to undo a shifted log)."""
     def plain(value):
         if isinstance(value, datetime):
-            # Spark hands timestamps over as naive local times: shifted as instants, since a
-            # naive local time plus 120 days is an hour off across a daylight-saving change.
-            return value.astimezone(timezone.utc) + shift
+            # Spark hands timestamps over as naive local times: shifted as instants (`utc`), since
+            # a naive local time plus 120 days is an hour off across a daylight-saving change.
+            return utc(value) + shift
         if isinstance(value, dict):
             return {k: plain(v) for k, v in value.items()}
         return value
