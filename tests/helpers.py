@@ -103,3 +103,12 @@ def chromium(*args: str, profile: Path) -> str:
     done = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout
+
+
+def scan_of(df) -> str:
+    """What the read's scan lists: plain paths (Spark's InMemoryFileIndex), Delta's log (its
+    own file indexes, PreparedDeltaFileIndex once planned), or nothing (a local relation)."""
+    plan = df._jdf.queryExecution().executedPlan().toString()
+    if "InMemoryFileIndex" in plan:
+        return "paths"
+    return "delta" if "DeltaFileIndex" in plan or "TahoeLogFileIndex" in plan else "none"

@@ -6,10 +6,10 @@ import json
 import time
 
 import pytest
-from helpers import crash_after_target_commit
+from helpers import crash_after_target_commit, scan_of
 from pyspark.sql import functions as F
 
-from exactly_once.local.auto_cdc.changes import read_state
+from exactly_once.local.auto_cdc.changes import read_latest
 from exactly_once.local.auto_cdc.commits import BatchWrite
 from exactly_once.local.auto_cdc.scd1 import apply_scd1_batch, ensure_state_table, target_schema
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
@@ -190,15 +190,6 @@ def test_a_gc_pass_runs_only_when_a_tombstone_may_have_expired(tables, spark):
     assert ("a", 1, "v1 again") in tables.rows()
 
 
-def scan_of(df) -> str:
-    """What the read's scan lists: plain paths (Spark's InMemoryFileIndex), Delta's log (its
-    own file indexes, PreparedDeltaFileIndex once planned), or nothing (a local relation)."""
-    plan = df._jdf.queryExecution().executedPlan().toString()
-    if "InMemoryFileIndex" in plan:
-        return "paths"
-    return "delta" if "DeltaFileIndex" in plan or "TahoeLogFileIndex" in plan else "none"
-
-
 def test_the_state_is_read_as_the_parquet_files_its_log_names(tables, spark):
     """An empty state (every flow's first batch) as a local relation of the table's schema;
     then the files of the latest version as plain Parquet, not through Delta's scan (its state
@@ -207,16 +198,16 @@ def test_the_state_is_read_as_the_parquet_files_its_log_names(tables, spark):
     def delta(path=tables.state):
         return spark.read.format("delta").load(path)
 
-    empty = read_state(spark, tables.state)
+    empty = read_latest(spark, tables.state)
     assert empty.schema == delta().schema and scan_of(empty) == "none" and empty.count() == 0
     tables.apply([up("a", 1, "v1"), up("b", 1, "b1")])
     tables.apply([delete("a", 2)], tombstone_gc_seconds=3600)
     tables.apply([up("c", 1, "c1")])
-    state = read_state(spark, tables.state)
+    state = read_latest(spark, tables.state)
     assert scan_of(state) == "paths" and state.schema == delta().schema
     assert sorted(state.collect()) == sorted(delta().collect())
     tables.apply([up("d", 1, "d1")], tombstone_gc_seconds=0)  # the GC rewrites a's files
-    state = read_state(spark, tables.state)
+    state = read_latest(spark, tables.state)
     assert sorted(state.collect()) == sorted(delta().collect())
     assert delta().where("id = 'a'").count() == 0 and state.count() == 3
 
@@ -224,7 +215,7 @@ def test_the_state_is_read_as_the_parquet_files_its_log_names(tables, spark):
     spark.sql(f"ALTER TABLE delta.`{tables.state}` SET TBLPROPERTIES "
               "('delta.enableDeletionVectors' = 'true')")
     spark.sql(f"DELETE FROM delta.`{tables.state}` WHERE id = 'e'")  # a vector on that file
-    state = read_state(spark, tables.state)
+    state = read_latest(spark, tables.state)
     assert scan_of(state) == "delta"
     # The log's replay still counts the file (added with its vector, removed without).
     assert len(delta_log.live_file_stats(tables.state)) == len(delta().inputFiles())

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import pytest
-from helpers import crash_after_target_commit
+from helpers import crash_after_target_commit, scan_of
 from pyspark.sql import functions as F
 
 from exactly_once.local.auto_cdc.commits import BatchWrite
-from exactly_once.local.auto_cdc.scd2 import apply_scd2_batch, ensure_state_table, target_schema
+from exactly_once.local.auto_cdc.scd2 import (
+    apply_scd2_batch,
+    ensure_state_table,
+    target_schema,
+    versions_in_target,
+)
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.table_properties import TOMBSTONE_GC_NEVER_SECONDS
 
@@ -54,6 +59,24 @@ def up(key, seq, status, note="", off=0):
 
 def delete(key, seq):
     return (key, seq, "delete", None, None, 0)
+
+
+def test_the_versions_a_batch_replaces_are_read_as_the_files_the_target_s_log_names(spark,
+                                                                                  tmp_path):
+    """The target's versions of the batch's keys, the rows its MERGE may delete, are read as
+    the Parquet files of the target's latest version, not through Delta's scan (its state
+    rebuilt from the log once more before the MERGE rebuilds it): the same rows as Delta's
+    reader, also after MERGEs rewrote files."""
+    h = History(spark, tmp_path)
+    h.apply([up("a", 1, "new"), up("b", 1, "new"), up("c", 1, "new")])
+    h.apply([up("a", 2, "paid"), delete("b", 2)])
+    h.apply([up("a", 3, "shipped"), up("c", 2, "paid")])
+    keys = spark.createDataFrame([("a",), ("b",)], "id STRING")
+    read = versions_in_target(spark, h.target, keys, h.spec)
+    delta = spark.read.format("delta").load(h.target).join(keys, "id", "left_semi") \
+        .select("id", "__START_AT")
+    assert scan_of(read) == "paths"
+    assert sorted(read.collect()) == sorted(delta.collect()) and read.count() == 4
 
 
 def test_versions_deletes_and_late_events(spark, tmp_path):

@@ -52,29 +52,30 @@ class BatchCounts:
     truncates: int  # accepted truncate events
 
 
-def read_state(spark: SparkSession, state_path: str) -> DataFrame:
-    """The flow's state table (SCD1's state log, SCD2's journal), as of its latest version.
+def read_latest(spark: SparkSession, path: str) -> DataFrame:
+    """A flow's own Delta table (SCD1's state log, SCD2's journal, SCD2's target before its
+    MERGE), as of its latest version.
 
     Read as the Parquet files its log names for that version (`delta_log.plain_parquet_files`,
     with the table's schema), not through Delta's reader, whose scan of a table at a new
-    version (every batch appends to the state) rebuilds the table's state from its log and
+    version (every batch writes these tables) rebuilds the table's state from its log and
     applies data skipping: several Spark jobs and about a sixth of a warm update's JVM CPU for
-    the four flows (BENCHMARKS.md). The same rows: the state is only appended to, and rows
-    leave it only by rewriting files (the tombstone GC's MERGE), which the log says. A state
-    without files, as every flow's in its first batch, is an empty local relation of the
-    table's schema. A table the log cannot describe so (deletion vectors, column mapping,
-    commit files cleaned up) is read by Delta, and so is one of more files than Spark lists in
-    the driver: beyond that it lists the paths of a read with a Spark job of a task per path.
+    the four flows (BENCHMARKS.md). The same rows: a file's rows change only when a commit
+    removes the file (and adds its rewrite), which the log says. A table without files, as
+    every flow's state in its first batch, is an empty local relation of the table's schema.
+    A table the log cannot describe so (deletion vectors, column mapping, commit files cleaned
+    up) is read by Delta, and so is one of more files than Spark lists in the driver: beyond
+    that it lists the paths of a read with a Spark job of a task per path.
     """
-    state = spark.read.format("delta").load(state_path)
-    files = delta_log.plain_parquet_files(state_path)
+    table = spark.read.format("delta").load(path)
+    files = delta_log.plain_parquet_files(path)
     if files is None or len(files) > int(spark.conf.get(PATHS_LISTED_IN_DRIVER, "32") or 32):
-        return state
+        return table
     if not files:  # built in the JVM: a local relation, no Python RDD
         no_rows = spark._jvm.java.util.ArrayList()  # type: ignore[union-attr]
-        return DataFrame(spark._jsparkSession.createDataFrame(no_rows, state._jdf.schema()),
+        return DataFrame(spark._jsparkSession.createDataFrame(no_rows, table._jdf.schema()),
                          spark)
-    return spark.read.schema(state.schema).parquet(*files)
+    return spark.read.schema(table.schema).parquet(*files)
 
 
 def target_columns(spec: AutoCdcSpec, source_columns: list[str]) -> list[str]:

@@ -56,7 +56,7 @@ from exactly_once.local.auto_cdc.changes import (
     fill_null_updates,
     merge_condition,
     observed_counts,
-    read_state,
+    read_latest,
     tag_events,
     target_columns,
     tie_break,
@@ -115,7 +115,7 @@ def latest_per_key(events: DataFrame, spec: AutoCdcSpec) -> DataFrame:
 
 def stored_state(spark: SparkSession, state_path: str, spec: AutoCdcSpec) -> DataFrame:
     """Each key's stored state: its newest row in the state log, as STORED_* columns."""
-    state = read_state(spark, state_path)
+    state = read_latest(spark, state_path)
     lowest_tie = F.struct(F.lit(False).alias("deleted"), F.lit("").alias("content"))
     tie = F.coalesce(F.col(TIE), lowest_tie)  # rows written before ties were stored
     last = F.max_by(F.struct(F.col(SEQUENCE).alias("s"), tie.alias("t"),

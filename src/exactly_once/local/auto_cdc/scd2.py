@@ -44,7 +44,7 @@ from exactly_once.local.auto_cdc.changes import (
     fill_null_updates,
     merge_condition,
     observed_counts,
-    read_state,
+    read_latest,
     tag_events,
     target_columns,
     tie_break,
@@ -138,8 +138,18 @@ def _one_per_sequence(events: DataFrame, spec: AutoCdcSpec) -> DataFrame:
 def journal_events(spark: SparkSession, state_path: str, spec: AutoCdcSpec,
                    columns: list[str]) -> DataFrame:
     """The journal, one event per (key, sequence), with its TIE."""
-    journal = read_state(spark, state_path)
+    journal = read_latest(spark, state_path)
     return _one_per_sequence(journal.withColumn(TIE, tie_break(columns)), spec)
+
+
+def versions_in_target(spark: SparkSession, target_path: str, keys: DataFrame,
+                       spec: AutoCdcSpec) -> DataFrame:
+    """(keys, `__START_AT`) of the target's versions of `keys`: the rows the batch's MERGE
+    may have to delete. Read as the files the target's log names (`changes.read_latest`): the
+    target changed in the batch before, and Delta's scan would rebuild its state from the log
+    for this read, then again for the MERGE's own."""
+    return read_latest(spark, target_path).join(keys, list(spec.keys), "left_semi") \
+        .select(*spec.keys, START_AT)
 
 
 def apply_scd2_batch(spark: SparkSession, batch: DataFrame, spec: AutoCdcSpec,
@@ -199,9 +209,7 @@ def _apply(spark: SparkSession, spec: AutoCdcSpec, write: BatchWrite,
         .join(fresh.select(*spec.keys, SEQUENCE), [*spec.keys, SEQUENCE], "left_anti")
     history = kept.unionByName(fresh.drop(TIE))
     versions = versions_of(history, spec, columns, tracked, order)
-    target = DeltaTable.forPath(spark, target_path)
-    obsolete = target.toDF().join(affected, list(spec.keys), "left_semi") \
-        .select(*spec.keys, START_AT) \
+    obsolete = versions_in_target(spark, target_path, affected, spec) \
         .join(versions.select(*spec.keys, START_AT), [*spec.keys, START_AT], "left_anti")
     ops = versions.withColumn(OP, F.lit("upsert")).unionByName(
         obsolete.withColumn(OP, F.lit("delete")), allowMissingColumns=True)
@@ -212,7 +220,8 @@ def _apply(spark: SparkSession, spec: AutoCdcSpec, write: BatchWrite,
     values: dict[str, str | Column] = {f"`{c}`": f"s.`{c}`" for c in [*order, START_AT, END_AT]}
     unchanged = " AND ".join(f"t.`{c}` <=> s.`{c}`" for c in [*columns, END_AT])
     target_merge = (
-        target.alias("t").merge(ops.alias("s"), merge_condition(spec, (START_AT,)))
+        DeltaTable.forPath(spark, target_path).alias("t")
+        .merge(ops.alias("s"), merge_condition(spec, (START_AT,)))
         .whenMatchedDelete(condition=f"s.{OP} = 'delete'")
         .whenMatchedUpdate(condition=f"s.{OP} = 'upsert' AND NOT ({unchanged})", set=values)
         .whenNotMatchedInsert(condition=f"s.{OP} = 'upsert'", values=values)
