@@ -145,9 +145,9 @@ def journal_events(spark: SparkSession, state_path: str, spec: AutoCdcSpec,
 def versions_in_target(spark: SparkSession, target_path: str, keys: DataFrame,
                        spec: AutoCdcSpec) -> DataFrame:
     """(keys, `__START_AT`) of the target's versions of `keys`: the rows the batch's MERGE
-    may have to delete. Read as the files the target's log names (`changes.read_latest`): the
-    target changed in the batch before, and Delta's scan would rebuild its state from the log
-    for this read, then again for the MERGE's own."""
+    may have to delete. Read as the files the target's log names (`changes.read_latest`), as
+    the journal is: a Spark job fewer per update than Delta's scan of a target at a new version
+    (BENCHMARKS.md, "SCD2's target read before its MERGE")."""
     return read_latest(spark, target_path).join(keys, list(spec.keys), "left_semi") \
         .select(*spec.keys, START_AT)
 
