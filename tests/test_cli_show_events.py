@@ -3,9 +3,18 @@ process's Spark session."""
 
 from __future__ import annotations
 
+import os
+import re
+import time
+
 import pytest
+from pyspark.sql import functions as F
 
 from exactly_once import cli
+from exactly_once.local.observe import event_log
+from exactly_once.local.storage.warehouse import Warehouse
+from exactly_once.quality.dashboard import collect
+from exactly_once.quality.graph_view import collect_graph
 
 ERROR = "exactly-once: error: "
 
@@ -65,6 +74,42 @@ def test_events_of_one_flow_of_an_update_by_its_id(in_session, quality_run, caps
     lines = capsys.readouterr().out.splitlines()[1:]
     assert len(lines) == 2 and all(" silver_orders " in line for line in lines)
     assert "expectations: " in lines[0] and "dropped" in lines[0]
+
+
+@pytest.fixture
+def los_angeles():
+    """This process in another zone: Spark hands Python timestamps as naive times of the
+    process's zone (`time.tzset`), as on a laptop in Los Angeles."""
+    before = os.environ.get("TZ")
+    os.environ["TZ"] = "America/Los_Angeles"
+    time.tzset()
+    yield
+    if before is None:
+        del os.environ["TZ"]
+    else:
+        os.environ["TZ"] = before
+    time.tzset()
+
+
+def test_times_are_shown_in_utc_whatever_the_local_zone(in_session, quality_run, los_angeles,
+                                                         capsys):
+    """The event log's instants, as the session (UTC) writes them: `events`, the dashboard's
+    updates and its graph show those, and say so, as the dashboard's "built" time does."""
+    log = event_log.read(in_session, Warehouse(quality_run.warehouse))
+    instants = {r.utc for r in log.select(
+        F.date_format("timestamp", "yyyy-MM-dd HH:mm:ss").alias("utc")).collect()}
+    shown = r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) UTC"
+
+    assert cli.main(["events", "--warehouse", str(quality_run.warehouse)]) == 0
+    lines = capsys.readouterr().out.splitlines()[1:]
+    assert lines and all(re.match(shown, line) for line in lines), lines[:3]
+    assert {re.match(shown, line).group(1) for line in lines} <= instants
+    data = collect(in_session, quality_run.warehouse)
+    graph = collect_graph(in_session, Warehouse(quality_run.warehouse).event_log_path())
+    started = [u["started"] for u in data.updates] + \
+        [run.started for node in graph.nodes.values() for run in node.runs]
+    assert started and all(re.fullmatch(shown, s) for s in started), started[:3]
+    assert {re.fullmatch(shown, s).group(1) for s in started} <= instants
 
 
 @pytest.mark.parametrize("args, message", [

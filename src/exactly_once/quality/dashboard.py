@@ -24,6 +24,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from exactly_once.errors import QualityError
+from exactly_once.local.observe.delivery import shown_utc
 from exactly_once.local.observe.event_log import PIPELINE_NAME
 from exactly_once.local.storage.delta_log import is_delta_table
 from exactly_once.local.storage.warehouse import EVENT_LOG_DIR, Warehouse
@@ -62,7 +63,7 @@ def collect(spark: SparkSession, warehouse: Path) -> DashboardData:
     dropped_by_views: dict[str, dict[frozenset, int]] = {}
     for r in rows:
         u = updates.setdefault(r.update_id, {
-            "update_id": r.update_id, "started": r.timestamp.strftime("%Y-%m-%d %H:%M:%S"),
+            "update_id": r.update_id, "started": shown_utc(r.timestamp),
             "status": "COMPLETED", "duplicates": 0, "stale": 0, "late": 0, "dropped": 0,
             "quarantined": 0, "records_in": 0})
         m = r.metrics

@@ -29,6 +29,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
+from exactly_once.local.observe.delivery import shown_utc
 from exactly_once.local.observe.timeline import WAIT_FOR_UPSTREAM
 from exactly_once.local.storage.files import StoragePath
 
@@ -162,7 +163,7 @@ def collect_graph(spark: SparkSession, log_path: StoragePath,
     nodes: dict[str, Node] = {name: Node(name, []) for name in tables}
     for r in progress:
         if r.update_id not in order:
-            order[r.update_id] = (len(order) + 1, r.timestamp.strftime("%Y-%m-%d %H:%M:%S"))
+            order[r.update_id] = (len(order) + 1, shown_utc(r.timestamp))
         number, started = order[r.update_id]
         busy, inputs, batches = timeline.get((r.update_id, r.flow_name), (None, [], []))
         m = r.metrics

@@ -97,6 +97,14 @@ def iso_utc(moment: datetime) -> str:
     return instant.isoformat(timespec=spec).replace("+00:00", "Z")
 
 
+def shown_utc(moment: datetime) -> str:
+    """An instant as the CLI and the dashboard show it to a person: UTC, to the second, the
+    zone named (the dashboard's own time is UTC too): 2026-11-01 00:02:35 UTC."""
+    instant = utc(moment)
+    assert instant is not None
+    return f"{instant.astimezone(timezone.utc):%Y-%m-%d %H:%M:%S} UTC"
+
+
 def plain_value(value: Any) -> str:
     return iso_utc(value) if isinstance(value, datetime) else str(value)
 

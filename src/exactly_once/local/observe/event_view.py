@@ -11,6 +11,7 @@ from pyspark.sql import functions as F
 
 from exactly_once.errors import CliError
 from exactly_once.local.observe import event_log
+from exactly_once.local.observe.delivery import shown_utc
 from exactly_once.local.observe.timeline import UPDATE
 from exactly_once.local.storage.warehouse import Warehouse
 
@@ -53,7 +54,7 @@ def event_lines(spark: SparkSession, warehouse: Warehouse, update: str,
 
 
 def event_line(row: Any) -> str:
-    when = row.timestamp.strftime("%Y-%m-%d %H:%M:%S")
+    when = shown_utc(row.timestamp)
     flow = row.origin.flow_name or UPDATE
     head = f"{when}  {row.level:<7}  {row.event_type:<13}  {flow:<26}"
     details = row.details
