@@ -64,9 +64,8 @@ def delete(key, seq):
 def test_the_versions_a_batch_replaces_are_read_as_the_files_the_target_s_log_names(spark,
                                                                                   tmp_path):
     """The target's versions of the batch's keys, the rows its MERGE may delete, are read as
-    the Parquet files of the target's latest version, not through Delta's scan (its state
-    rebuilt from the log once more before the MERGE rebuilds it): the same rows as Delta's
-    reader, also after MERGEs rewrote files."""
+    the Parquet files of the target's latest version, not through Delta's scan (a Spark job
+    more per update): the same rows as Delta's reader, also after MERGEs rewrote files."""
     h = History(spark, tmp_path)
     h.apply([up("a", 1, "new"), up("b", 1, "new"), up("c", 1, "new")])
     h.apply([up("a", 2, "paid"), delete("b", 2)])

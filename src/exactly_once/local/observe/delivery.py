@@ -88,11 +88,16 @@ def describe_change(rank: tuple, sequence_by: tuple[str, ...]) -> str:
     return f"{text} (event {event})" if event is not None else text
 
 
-def iso_utc(moment: datetime) -> str:
-    """ISO 8601 in UTC, to the millisecond when it has no finer part: 2026-11-01T00:02:35.840Z."""
+def _in_utc(moment: datetime) -> datetime:
+    """The instant, naive (Spark's local time) or in any zone, in UTC."""
     instant = utc(moment)
     assert instant is not None
-    instant = instant.astimezone(timezone.utc)
+    return instant.astimezone(timezone.utc)
+
+
+def iso_utc(moment: datetime) -> str:
+    """ISO 8601 in UTC, to the millisecond when it has no finer part: 2026-11-01T00:02:35.840Z."""
+    instant = _in_utc(moment)
     spec = "milliseconds" if instant.microsecond % 1000 == 0 and instant.microsecond else "auto"
     return instant.isoformat(timespec=spec).replace("+00:00", "Z")
 
@@ -100,9 +105,7 @@ def iso_utc(moment: datetime) -> str:
 def shown_utc(moment: datetime) -> str:
     """An instant as the CLI and the dashboard show it to a person: UTC, to the second, the
     zone named (the dashboard's own time is UTC too): 2026-11-01 00:02:35 UTC."""
-    instant = utc(moment)
-    assert instant is not None
-    return f"{instant.astimezone(timezone.utc):%Y-%m-%d %H:%M:%S} UTC"
+    return f"{_in_utc(moment):%Y-%m-%d %H:%M:%S} UTC"
 
 
 def plain_value(value: Any) -> str:
