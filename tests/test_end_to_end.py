@@ -37,9 +37,15 @@ def consume_all(bootstrap: str, topics: list[str]) -> list[Delivered]:
                 if high <= low:
                     continue
                 consumer.assign([TopicPartition(topic, partition, low)])
-                while len([r for r in records if (r.topic, r.partition) == (topic, partition)]) \
-                        < high - low:
-                    for msg in consumer.consume(500, timeout=5):
+                position = low
+                while position < high:
+                    # At most what is left: `consume` waits out its timeout until it has
+                    # `num_messages`, so asking for more than the partition holds costs 5 s.
+                    batch = consumer.consume(min(500, high - position), timeout=5)
+                    # Past the batch (and any transaction marker, which takes an offset).
+                    position = max(position, consumer.position(
+                        [TopicPartition(topic, partition)])[0].offset)
+                    for msg in batch:
                         records.append(Delivered(
                             msg.topic(), msg.partition(), msg.offset(),
                             None if msg.key() is None else msg.key().decode(),
