@@ -6,8 +6,11 @@ import re
 from datetime import date
 
 from exactly_once.local.auto_cdc.snapshot_versions import AppliedSnapshot
+from exactly_once.local.graph.expectations import ExpectationMetric
 from exactly_once.local.observe import event_log
+from exactly_once.local.observe.delivery import utc
 from exactly_once.local.observe.progress import FlowResult
+from exactly_once.local.observe.timeline import Span
 from exactly_once.local.storage.warehouse import Warehouse
 
 
@@ -99,3 +102,32 @@ def test_an_event_log_from_before_snapshot_flows_gains_their_column(spark, tmp_p
     (row,) = event_log.read(spark, warehouse).collect()
     assert [tuple(s) for s in row.details.flow_progress.snapshots] == [
         ("2026-11-20", 12, 12, 0, 0)]
+
+
+def test_an_update_s_rows_become_a_dataframe_in_the_jvm_without_a_python_worker(spark):
+    """PySpark makes a DataFrame of a Python list through its Python worker, a process each new
+    JVM starts for it (0.8 s of a new process's first update: BENCHMARKS.md). The event log's
+    rows go through Arrow instead, built in the JVM, every value as it was."""
+    failed = FlowResult(flow="orders", target="orders", kind="auto_cdc", status="FAILED",
+                        error="boom", seconds=1.23456)
+    checked = FlowResult(flow="silver_orders", target="silver_orders", kind="append",
+                         batches=2, input_rows=10, output_rows=8, duplicates_dropped=2,
+                         dropped_records=1,
+                         expectations=[ExpectationMetric("valid", "silver_orders", 9, 1)])
+    snapshots = FlowResult(flow="players_history", target="players_history",
+                           kind="auto_cdc_from_snapshot",
+                           snapshots=[AppliedSnapshot(0, date(2026, 11, 20), rows=12, inserted=12)])
+    spans = [(Span("orders", "target merge", 0.5, 1.25, batch=0, detail="orders", spark_jobs=11,
+                   spark_tasks=20, spark_job_seconds=0.75), 1.0),
+             (Span("orders", "changes", 0.1, 0.3), 0.3)]
+    rows = [event_log.flow_progress_row(result, "an-update", 7 + i, "a-pipeline")
+            for i, result in enumerate([failed, checked, snapshots])]
+    rows.append(event_log.flow_timeline_row("orders", "orders", spans, "an-update", 10,
+                                            "a-pipeline"))
+
+    frame = event_log.as_frame(spark, rows)
+
+    assert "PythonRDD" not in frame._jdf.queryExecution().toRdd().toDebugString()
+    collected = frame.collect()
+    assert [utc(r.timestamp) for r in collected] == [row[3] for row in rows]
+    assert [r[:3] + r[4:] for r in collected] == [row[:3] + row[4:] for row in rows]

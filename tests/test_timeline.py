@@ -62,7 +62,7 @@ def test_run_profile_prints_the_top_costs_and_writes_a_trace(in_session, tmp_pat
         processes = next(line for line in out.splitlines() if line.startswith(
             "Child processes the Spark JVM started during the update: "))
         # No chmod / readlink from the file system, no rm -rf from Spark's deletes (local_fs.py);
-        # a new JVM's first update may start its once-per-JVM `env` (RocksDB) and Python worker.
+        # a new JVM's first update may start its once-per-JVM `env` (RocksDB) and `getconf`.
         assert "chmod" not in processes and "readlink" not in processes, processes
         assert "rm " not in processes, processes
     assert processes.endswith(": 0"), processes

@@ -33,8 +33,10 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime, timezone
+from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import ArrayType, DataType, StructType
 
 from exactly_once.local.auto_cdc.snapshot_versions import shown
 from exactly_once.local.observe.progress import FlowResult
@@ -135,8 +137,34 @@ def append(spark: SparkSession, warehouse: Warehouse, results: list[FlowResult],
             rows.append(flow_timeline_row(flow or None, targets.get(flow), flow_spans,
                                           update_id, start + len(rows), pipeline_id))
     # mergeSchema: an event log from before the timeline gains its column.
-    spark.createDataFrame(rows, DDL).write.format("delta").mode("append") \
+    as_frame(spark, rows).write.format("delta").mode("append") \
         .option("mergeSchema", "true").save(str(path))
+
+
+def as_frame(spark: SparkSession, rows: list[tuple]) -> DataFrame:
+    """`rows` (tuples of DDL's shape) as a DataFrame, built in the JVM from Arrow. PySpark
+    makes a DataFrame of a Python list through its Python worker, a process each new JVM
+    starts for it: 0.8 s of a new process's first update (BENCHMARKS.md, issue 25)."""
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    schema = StructType.fromDDL(DDL)
+    assert isinstance(schema, StructType)
+    table = pa.Table.from_pylist([_by_name(row, schema) for row in rows],
+                                 schema=to_arrow_schema(schema, timezone="UTC"))
+    return spark.createDataFrame(table, schema)
+
+
+def _by_name(value: Any, data_type: DataType) -> Any:
+    """A value of nested tuples as Arrow reads it: each struct a dict of its field names."""
+    if value is None:
+        return None
+    if isinstance(data_type, StructType):
+        return {f.name: _by_name(v, f.dataType) for f, v in zip(data_type.fields, value,
+                                                                 strict=True)}
+    if isinstance(data_type, ArrayType):
+        return [_by_name(v, data_type.elementType) for v in value]
+    return value
 
 
 def read(spark: SparkSession, warehouse: Warehouse) -> DataFrame:
