@@ -11,7 +11,12 @@ from pyspark.sql import functions as F
 
 from exactly_once.local.auto_cdc.changes import read_latest
 from exactly_once.local.auto_cdc.commits import BatchWrite
-from exactly_once.local.auto_cdc.scd1 import apply_scd1_batch, ensure_state_table, target_schema
+from exactly_once.local.auto_cdc.scd1 import (
+    apply_scd1_batch,
+    ensure_state_table,
+    expired_tombstones,
+    target_schema,
+)
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.storage import delta_log
 from exactly_once.table_properties import TOMBSTONE_GC_THRESHOLD as TOMBSTONE_GC_PROPERTY
@@ -161,6 +166,18 @@ def test_tombstones_expire_after_the_retention_threshold(tables, spark):
     assert tables.rows() == [] and spark.read.format("delta").load(tables.state).count() == 0
     tables.apply([up("a", 2, "too late")])  # past retention, an older event is applied again
     assert tables.rows() == [("a", 2, "too late")]
+
+
+def test_expired_tombstones_are_computed_in_the_jvm_without_a_python_worker(tables, spark):
+    """The GC pass's keys are rows computed once (its MERGE must not read the state table it
+    deletes from), kept in the driver's JVM: a DataFrame of a Python list would run PySpark's
+    Python worker, a process of its own in a new JVM (as the event log's did)."""
+    tables.apply([up("a", 1, "v1"), up("b", 1, "b1"), up("c", 1, "c1")])
+    tables.apply([delete("a", 2), delete("b", 2)])
+    keys = expired_tombstones(spark, tables.state, tables.spec, 0)
+    assert "PythonRDD" not in keys._jdf.queryExecution().toRdd().toDebugString()
+    assert sorted(r.id for r in keys.collect()) == ["a", "b"]
+    assert expired_tombstones(spark, tables.state, tables.spec, 3600).isEmpty()
 
 
 def test_a_gc_pass_runs_only_when_a_tombstone_may_have_expired(tables, spark):

@@ -63,7 +63,7 @@ from exactly_once.local.auto_cdc.changes import (
 )
 from exactly_once.local.auto_cdc.commits import BatchWrite
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
-from exactly_once.local.engine.materialize import computed_once
+from exactly_once.local.engine.materialize import computed_once, in_driver
 from exactly_once.local.storage import delta_log
 from exactly_once.local.storage.delta_log import is_delta_table
 from exactly_once.local.storage.warehouse import AutoCdcTables, as_written, create_empty_table
@@ -139,20 +139,25 @@ def _truncates_as_deletes(events: DataFrame, stored: DataFrame, spec: AutoCdcSpe
     return regular.unionByName(deletes, allowMissingColumns=True)
 
 
-def collect_tombstones(spark: SparkSession, state_path: str, spec: AutoCdcSpec,
-                       retention_seconds: float) -> int:
-    """Forget keys whose stored state is a tombstone written more than `retention_seconds` ago
-    (processing time): every row of the key goes, so an older event is applied as new."""
+def expired_tombstones(spark: SparkSession, state_path: str, spec: AutoCdcSpec,
+                       retention_seconds: float) -> DataFrame:
+    """The keys whose stored state is a tombstone written more than `retention_seconds` ago
+    (processing time), computed now: rows, not a plan that reads the state table."""
     age_micros = F.unix_micros(F.current_timestamp()) - F.unix_micros(F.col(DELETED_AT))
     expired = stored_state(spark, state_path, spec).where(
         F.col(STORED_DELETED) & (age_micros > F.lit(int(retention_seconds * 1_000_000)))) \
-        .select(*spec.keys).collect()
-    if expired:  # a DELETE commits even when nothing matches; keep the state log short
-        keys = spark.createDataFrame(expired, stored_state(spark, state_path, spec)
-                                     .select(*spec.keys).schema)
+        .select(*spec.keys)
+    return in_driver(expired)
+
+
+def collect_tombstones(spark: SparkSession, state_path: str, spec: AutoCdcSpec,
+                       retention_seconds: float) -> None:
+    """Forget the expired tombstones' keys: every row of the key goes, so an older event is
+    applied as new."""
+    keys = expired_tombstones(spark, state_path, spec, retention_seconds)
+    if not keys.isEmpty():  # a DELETE commits even when nothing matches; keep the log short
         DeltaTable.forPath(spark, state_path).alias("t") \
             .merge(keys.alias("s"), merge_condition(spec)).whenMatchedDelete().execute()
-    return len(expired)
 
 
 # How much older than now the oldest tombstone must look to be certainly unexpired: covers the

@@ -25,6 +25,12 @@ def computed_once(df: DataFrame) -> DataFrame:
     spark = df.sparkSession
     if not Deployment(spark.sparkContext.master or Deployment.master).is_cluster:
         return df.localCheckpoint(eager=True)
-    # In the JVM: the rows never pass through Python.
+    return in_driver(df)
+
+
+def in_driver(df: DataFrame) -> DataFrame:
+    """`df`'s rows collected into the driver's JVM, as a local relation. Never through Python:
+    a DataFrame of a Python list runs PySpark's Python worker, a process of its own."""
     rows = df._jdf.collectAsList()
-    return DataFrame(spark._jsparkSession.createDataFrame(rows, df._jdf.schema()), spark)
+    return DataFrame(df.sparkSession._jsparkSession.createDataFrame(rows, df._jdf.schema()),
+                     df.sparkSession)
