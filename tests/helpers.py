@@ -112,3 +112,9 @@ def scan_of(df) -> str:
     if "InMemoryFileIndex" in plan:
         return "paths"
     return "delta" if "DeltaFileIndex" in plan or "TahoeLogFileIndex" in plan else "none"
+
+
+def runs_python_worker(df) -> bool:
+    """Whether computing `df` goes through PySpark's Python worker (a `PythonRDD` in its
+    lineage, as a DataFrame of a Python list has): a process each new JVM starts for it."""
+    return "PythonRDD" in df._jdf.queryExecution().toRdd().toDebugString()

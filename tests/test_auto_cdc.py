@@ -6,7 +6,7 @@ import json
 import time
 
 import pytest
-from helpers import crash_after_target_commit, scan_of
+from helpers import crash_after_target_commit, runs_python_worker, scan_of
 from pyspark.sql import functions as F
 
 from exactly_once.local.auto_cdc.changes import read_latest
@@ -175,7 +175,7 @@ def test_expired_tombstones_are_computed_in_the_jvm_without_a_python_worker(tabl
     tables.apply([up("a", 1, "v1"), up("b", 1, "b1"), up("c", 1, "c1")])
     tables.apply([delete("a", 2), delete("b", 2)])
     keys = expired_tombstones(spark, tables.state, tables.spec, 0)
-    assert "PythonRDD" not in keys._jdf.queryExecution().toRdd().toDebugString()
+    assert not runs_python_worker(keys)
     assert sorted(r.id for r in keys.collect()) == ["a", "b"]
     assert expired_tombstones(spark, tables.state, tables.spec, 3600).isEmpty()
 

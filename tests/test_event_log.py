@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from datetime import date
 
+from helpers import runs_python_worker
+
 from exactly_once.local.auto_cdc.snapshot_versions import AppliedSnapshot
 from exactly_once.local.graph.expectations import ExpectationMetric
 from exactly_once.local.observe import event_log
@@ -127,7 +129,7 @@ def test_an_update_s_rows_become_a_dataframe_in_the_jvm_without_a_python_worker(
 
     frame = event_log.as_frame(spark, rows)
 
-    assert "PythonRDD" not in frame._jdf.queryExecution().toRdd().toDebugString()
+    assert not runs_python_worker(frame)
     collected = frame.collect()
     assert [utc(r.timestamp) for r in collected] == [row[3] for row in rows]
     assert [r[:3] + r[4:] for r in collected] == [row[:3] + row[4:] for row in rows]
