@@ -6,6 +6,7 @@ JARS   := .cache/jars
 M2     := .cache/m2
 CLASS_ARCHIVE := .cache/jvm/spark-classes.jsa
 LOCAL_FS_JAR  := .cache/jvm/exactly-once-local-fs.jar
+HADOOP_DEFAULTS_JAR := .cache/jvm/exactly-once-hadoop-defaults.jar
 PYTHON ?= python3
 MVN    := mvn -q -B -Dmaven.repo.local=$(CURDIR)/$(M2)
 
@@ -13,7 +14,7 @@ MVN    := mvn -q -B -Dmaven.repo.local=$(CURDIR)/$(M2)
         s3-start s3-stop cluster-start cluster-stop
 
 # What the pipeline needs; the tests also need the Databricks CLI, dbx's own env and Chromium.
-setup: $(VENV)/.installed $(JARS)/.resolved $(LOCAL_FS_JAR) $(CLASS_ARCHIVE)
+setup: $(VENV)/.installed $(JARS)/.resolved $(LOCAL_FS_JAR) $(HADOOP_DEFAULTS_JAR) $(CLASS_ARCHIVE)
 test-setup: setup databricks-cli dbx-env chromium s3a-jars s3-server
 
 $(VENV)/.installed: pyproject.toml
@@ -41,6 +42,11 @@ $(LOCAL_FS_JAR): $(LOCAL_FS_SOURCES) $(VENV)/.installed
 	    $(LOCAL_FS_SOURCES)
 	jar --create --file $@ -C $@.classes .
 	rm -rf $@.classes
+# Hadoop's configuration without YARN's defaults (local/engine/hadoop_defaults.py): an empty
+# yarn-default.xml for the JVMs' launch class path.
+$(HADOOP_DEFAULTS_JAR): $(wildcard jvm/hadoop-defaults/*.xml)
+	mkdir -p $(@D)
+	jar --create --file $@ -C jvm/hadoop-defaults .
 # Hadoop's S3A connector (hadoop-aws at the wheel's Hadoop, 3.5.0) and the AWS SDK v2 modules it
 # uses, for a warehouse on an object store: only `s3` and `s3-transfer-manager` with what they
 # need (18 MB), not the SDK's all-services `bundle` jar hadoop-aws names (686 MB).
@@ -54,7 +60,7 @@ $(JARS)/.s3a-resolved: jvm/s3a/pom.xml
 # The JVM's class-data-sharing archive (src/exactly_once/local/engine/class_archive.py): Spark
 # sessions start faster with it, and work the same without it. Rebuilt when the jars change,
 # or the session's settings: which classes an update loads depends on them.
-$(CLASS_ARCHIVE): $(VENV)/.installed $(JARS)/.resolved $(LOCAL_FS_JAR) \
+$(CLASS_ARCHIVE): $(VENV)/.installed $(JARS)/.resolved $(LOCAL_FS_JAR) $(HADOOP_DEFAULTS_JAR) \
                   $(wildcard src/exactly_once/local/engine/*.py)
 	$(BIN)/python -m exactly_once.local.execution.train_jvm $@
 

@@ -13,6 +13,8 @@ JARS_DIR = PROJECT_ROOT / ".cache" / "jars"
 CLASS_ARCHIVE = PROJECT_ROOT / ".cache" / "jvm" / "spark-classes.jsa"
 # Hadoop's local file system without forks (jvm/local-fs, local/engine/local_fs.py).
 LOCAL_FS_JAR = PROJECT_ROOT / ".cache" / "jvm" / "exactly-once-local-fs.jar"
+# Hadoop without YARN's defaults (jvm/hadoop-defaults, local/engine/hadoop_defaults.py).
+HADOOP_DEFAULTS_JAR = PROJECT_ROOT / ".cache" / "jvm" / "exactly-once-hadoop-defaults.jar"
 # Runtime state (warehouse, broker data and logs) lives under .local unless told otherwise.
 LOCAL_DIR = Path(os.environ.get("EXACTLY_ONCE_HOME", PROJECT_ROOT / ".local"))
 DEFAULT_WAREHOUSE = LOCAL_DIR / "warehouse"

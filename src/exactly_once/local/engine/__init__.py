@@ -2,6 +2,7 @@
 
     session.py          the SparkSession: Delta, the Kafka source, the settings an update needs
     local_fs.py         local files through Java NIO, not chmod/readlink processes (jvm/local-fs)
+    hadoop_defaults.py  Hadoop's configuration without YARN's defaults (jvm/hadoop-defaults)
     jvm_options.py      the Spark JVMs' options: the JIT, the collector, the class archive
     class_archive.py    the JVM's class-data-sharing archive, mapped at start
     update_settings.py  the settings an update runs with, the session's own back after

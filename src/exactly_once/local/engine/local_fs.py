@@ -9,11 +9,12 @@ fork and an exec of milliseconds (BENCHMARKS.md, issue 25). The classes here mak
 calls through Java NIO and leave everything else to Hadoop: a rename still refuses to overwrite
 an existing file, so a Delta commit or a checkpoint file is still written once.
 
-The jar must be on the driver's launch class path (`spark.driver.extraClassPath`): Hadoop looks
-file systems up by class name in the JVM's own class loader, before `spark.jars` exist. On a
-cluster the settings reach the executors' Hadoop too, so the jar goes on their launch class
-path as well (`spark.executor.extraClassPath`): the same path on every worker, as their Python
-is (deployment.py), which the project's own cluster (cluster.py, on this machine) has.
+The jar must be on the driver's launch class path (`spark.driver.extraClassPath`, `class_path`):
+Hadoop looks file systems up by class name in the JVM's own class loader, before `spark.jars`
+exist. On a cluster the settings reach the executors' Hadoop too, so the jar goes on their
+launch class path as well (`spark.executor.extraClassPath`): the same path on every worker, as
+their Python is (deployment.py), which the project's own cluster (cluster.py, on this machine)
+has.
 
 Spark's own recursive deletes (`JavaUtils.deleteRecursively`: a RocksDB state store's local
 directory each time a query run loads or closes it, a cloned session's artifacts) run `rm -rf`
@@ -29,14 +30,17 @@ from exactly_once.errors import MissingJarsError
 from exactly_once.paths import LOCAL_FS_JAR
 
 
-def spark_conf(jar: Path = LOCAL_FS_JAR, executors: bool = False) -> dict[str, str]:
-    """The session settings that route `file:` paths (FileSystem and FileContext) through it;
-    `executors`: a cluster's executors too (in `local[N]` they are the driver's JVM)."""
+def class_path(jar: Path = LOCAL_FS_JAR) -> list[str]:
+    """The launch class path entry of the classes (the driver's, and a cluster's executors')."""
     if not jar.is_file():
         raise MissingJarsError(f"no {jar.name} in {jar.parent}; run `make setup` first")
+    return [str(jar)]
+
+
+def spark_conf() -> dict[str, str]:
+    """The session settings that route `file:` paths (FileSystem and FileContext) through the
+    classes, once `class_path` is on the JVMs' launch class path."""
     return {
-        "spark.driver.extraClassPath": str(jar),
-        **({"spark.executor.extraClassPath": str(jar)} if executors else {}),
         "spark.hadoop.fs.file.impl": "exactlyonce.localfs.NioLocalFileSystem",
         "spark.hadoop.fs.AbstractFileSystem.file.impl": "exactlyonce.localfs.NioLocalFs",
     }
