@@ -9,7 +9,6 @@ import pytest
 from helpers import crash_after_target_commit, runs_python_worker, scan_of
 from pyspark.sql import functions as F
 
-from exactly_once.local.auto_cdc.changes import read_latest
 from exactly_once.local.auto_cdc.commits import BatchWrite
 from exactly_once.local.auto_cdc.scd1 import (
     apply_scd1_batch,
@@ -19,6 +18,7 @@ from exactly_once.local.auto_cdc.scd1 import (
 )
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.storage import delta_log
+from exactly_once.local.storage.snapshot_files import read_latest
 from exactly_once.table_properties import TOMBSTONE_GC_THRESHOLD as TOMBSTONE_GC_PROPERTY
 
 SCHEMA = "id STRING, seq BIGINT, kind STRING, value STRING, off BIGINT"

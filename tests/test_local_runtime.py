@@ -131,6 +131,60 @@ def test_datasets_run_after_what_they_read_whatever_the_file_order(spark, tmp_pa
     assert not (tmp_path / "wh" / "numbers_view").exists()  # temporary views are not stored
 
 
+def sql_plans_since(spark, execution_id: int) -> list[str]:
+    """The physical plans of the session's SQL executions after `execution_id` (the newest
+    100), from Spark's own status store."""
+    store = spark._jsparkSession.sharedState().statusStore()
+    count = store.executionsCount()
+    recent = store.executionsList(max(0, count - 100), 100)
+    plans = []
+    for i in range(recent.size()):
+        execution = recent.apply(i)
+        if execution.executionId() > execution_id:
+            plans.append(execution.physicalPlanDescription())
+    return plans
+
+
+def last_execution_id(spark) -> int:
+    store = spark._jsparkSession.sharedState().statusStore()
+    count = store.executionsCount()
+    return store.executionsList(count - 1, 1).apply(0).executionId() if count else -1
+
+
+def test_a_materialized_view_reads_its_upstream_as_the_files_its_log_names(spark, tmp_path):
+    """A batch read of a pipeline dataset reads the Parquet files the dataset's log names
+    (storage/snapshot_files.py): no query of the update scans the upstream's Delta log, as
+    Delta's reader would, rebuilding the state of each version an append made. Same rows."""
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    files = write_pipeline(tmp_path / "p", f"""
+        from pyspark import pipelines as dp
+        from pyspark.sql import functions as F
+
+        @dp.table(name="grants")
+        def grants():
+            return spark.readStream.schema("player STRING, xp BIGINT").json("{inbox}")
+
+        @dp.materialized_view(name="totals")
+        def totals():
+            return spark.read.table("grants").groupBy("player").agg(F.sum("xp").alias("xp"))
+    """)
+    graph = load_graph(spark, files)
+    warehouse = Warehouse(tmp_path / "wh")
+    for i, grants in enumerate(([("a", 1), ("b", 2)], [("a", 3)])):
+        (inbox / f"{i}.json").write_text(
+            "".join(json.dumps({"player": p, "xp": xp}) + "\n" for p, xp in grants))
+        before = last_execution_id(spark)
+        result = PipelineUpdate(spark, graph, warehouse).run()
+    assert result.table_rows == {"grants": 3, "totals": 2}
+    totals = spark.read.format("delta").load(str(tmp_path / "wh" / "totals")).collect()
+    assert {r["player"]: r["xp"] for r in totals} == {"a": 4, "b": 2}
+    grants_log = str(tmp_path / "wh" / "grants" / "_delta_log")
+    plans = sql_plans_since(spark, before)
+    assert plans, "the update's queries were not found in Spark's status store"
+    assert [p for p in plans if grants_log in p] == []
+
+
 def test_a_cycle_is_reported_with_its_path(spark, tmp_path):
     files = write_pipeline(tmp_path / "p", """
         from pyspark import pipelines as dp

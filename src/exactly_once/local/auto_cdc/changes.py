@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
+from pyspark.sql import Column, DataFrame, Observation, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
-from exactly_once.local.storage import delta_log
 
 SEQUENCE = "__sequence"
 TIE = "__tie"  # breaks equal sequences: struct(deleted, content hash)
@@ -24,8 +23,6 @@ IS_TRUNCATE = "__is_truncate"
 SYNTHETIC = "__from_truncate"
 REJECT_REASON = "__reject_reason"
 RESET = "__reset"
-# Up to this many paths, a read's files are listed in the driver (Spark's default: 32).
-PATHS_LISTED_IN_DRIVER = "spark.sql.sources.parallelPartitionDiscovery.threshold"
 
 
 @dataclass(frozen=True)
@@ -50,32 +47,6 @@ class BatchCounts:
     total: int
     rejected: int
     truncates: int  # accepted truncate events
-
-
-def read_latest(spark: SparkSession, path: str) -> DataFrame:
-    """A flow's own Delta table (SCD1's state log, SCD2's journal, SCD2's target before its
-    MERGE), as of its latest version.
-
-    Read as the Parquet files its log names for that version (`delta_log.plain_parquet_files`,
-    with the table's schema), not through Delta's reader, whose scan of a table at a new
-    version (every batch writes these tables) rebuilds the table's state from its log and
-    applies data skipping: several Spark jobs and about a sixth of a warm update's JVM CPU for
-    the four flows (BENCHMARKS.md). The same rows: a file's rows change only when a commit
-    removes the file (and adds its rewrite), which the log says. A table without files, as
-    every flow's state in its first batch, is an empty local relation of the table's schema.
-    A table the log cannot describe so (deletion vectors, column mapping, commit files cleaned
-    up) is read by Delta, and so is one of more files than Spark lists in the driver: beyond
-    that it lists the paths of a read with a Spark job of a task per path.
-    """
-    table = spark.read.format("delta").load(path)
-    files = delta_log.plain_parquet_files(path)
-    if files is None or len(files) > int(spark.conf.get(PATHS_LISTED_IN_DRIVER, "32") or 32):
-        return table
-    if not files:  # built in the JVM: a local relation, no Python RDD
-        no_rows = spark._jvm.java.util.ArrayList()  # type: ignore[union-attr]
-        return DataFrame(spark._jsparkSession.createDataFrame(no_rows, table._jdf.schema()),
-                         spark)
-    return spark.read.schema(table.schema).parquet(*files)
 
 
 def target_columns(spec: AutoCdcSpec, source_columns: list[str]) -> list[str]:

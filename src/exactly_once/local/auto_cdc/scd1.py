@@ -56,7 +56,6 @@ from exactly_once.local.auto_cdc.changes import (
     fill_null_updates,
     merge_condition,
     observed_counts,
-    read_latest,
     tag_events,
     target_columns,
     tie_break,
@@ -66,6 +65,7 @@ from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.engine.materialize import computed_once, in_driver
 from exactly_once.local.storage import delta_log
 from exactly_once.local.storage.delta_log import is_delta_table
+from exactly_once.local.storage.snapshot_files import read_latest
 from exactly_once.local.storage.warehouse import AutoCdcTables, as_written, create_empty_table
 from exactly_once.table_properties import TOMBSTONE_GC_NEVER_SECONDS
 

@@ -44,7 +44,6 @@ from exactly_once.local.auto_cdc.changes import (
     fill_null_updates,
     merge_condition,
     observed_counts,
-    read_latest,
     tag_events,
     target_columns,
     tie_break,
@@ -53,6 +52,7 @@ from exactly_once.local.auto_cdc.commits import BatchWrite
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.engine.materialize import computed_once
 from exactly_once.local.storage.delta_log import is_delta_table
+from exactly_once.local.storage.snapshot_files import read_latest
 from exactly_once.local.storage.warehouse import AutoCdcTables, as_written, create_empty_table
 
 START_AT, END_AT = "__START_AT", "__END_AT"
@@ -145,7 +145,7 @@ def journal_events(spark: SparkSession, state_path: str, spec: AutoCdcSpec,
 def versions_in_target(spark: SparkSession, target_path: str, keys: DataFrame,
                        spec: AutoCdcSpec) -> DataFrame:
     """(keys, `__START_AT`) of the target's versions of `keys`: the rows the batch's MERGE
-    may have to delete. Read as the files the target's log names (`changes.read_latest`), as
+    may have to delete. Read as the files the target's log names (storage/snapshot_files.py), as
     the journal is: a Spark job fewer per update than Delta's scan of a target at a new version
     (BENCHMARKS.md, "SCD2's target read before its MERGE")."""
     return read_latest(spark, target_path).join(keys, list(spec.keys), "left_semi") \

@@ -36,6 +36,7 @@ from exactly_once.local.observe import event_log
 from exactly_once.local.observe.progress import FlowResult, Progress, UpdateResult
 from exactly_once.local.observe.timeline import UPDATE, WAIT_FOR_UPSTREAM, Timeline
 from exactly_once.local.storage import delta_log
+from exactly_once.local.storage.snapshot_files import read_latest
 from exactly_once.local.storage.warehouse import Warehouse
 
 # A flow bound to its session and target, given its query (a DataFrame; for a snapshot flow,
@@ -173,8 +174,8 @@ class PipelineUpdate:
         if streaming:
             setup.streamed.add(name)
         path = self.warehouse.table_path(name).resolve()
-        if not streaming:
-            return self.spark.read.format("delta").load(str(path))
+        if not streaming:  # the files its log names: no rebuild of its Delta state
+            return read_latest(self.spark, str(path))
         reader = self.spark.readStream.format("delta")
         if streams.asks_for_first_batch(self.warehouse.checkpoint_path(setup.flow)) \
                 and delta_log.appends_since_creation(path):

@@ -1,11 +1,12 @@
 """The warehouse on disk: where each table, checkpoint and state lives, and how it is written.
 
-    warehouse.py   the layout: tables, checkpoints, AUTO CDC state, the pipeline's own files
-    delta_log.py   a Delta table's log read directly, no Spark job
-    lock.py        one update at a time per warehouse
-    idempotent.py  Delta writes that a replayed micro-batch does not repeat
-    files.py       the one file-system interface: local paths and s3a:// object-store keys
-    s3_server.py   a local S3-compatible store (versitygw) to put a warehouse on
+    warehouse.py       the layout: tables, checkpoints, AUTO CDC state, the pipeline's own files
+    delta_log.py       a Delta table's log read directly, no Spark job
+    snapshot_files.py  a table's latest version read as the Parquet files its log names
+    lock.py            one update at a time per warehouse
+    idempotent.py      Delta writes that a replayed micro-batch does not repeat
+    files.py           the one file-system interface: local paths and s3a:// object-store keys
+    s3_server.py       a local S3-compatible store (versitygw) to put a warehouse on
 
 May import engine only.
 """
