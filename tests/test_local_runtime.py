@@ -17,6 +17,7 @@ from exactly_once.local.execution.pipeline import run_pipeline
 from exactly_once.local.execution.update import PipelineUpdate
 from exactly_once.local.graph.loader import load_graph
 from exactly_once.local.graph.reads import resolved_reads
+from exactly_once.local.observe.timeline import Timeline
 from exactly_once.local.storage.warehouse import Warehouse
 from exactly_once.paths import PIPELINES_DIR, pipeline_files
 
@@ -154,7 +155,8 @@ def last_execution_id(spark) -> int:
 def test_a_materialized_view_reads_its_upstream_as_the_files_its_log_names(spark, tmp_path):
     """A batch read of a pipeline dataset reads the Parquet files the dataset's log names
     (storage/snapshot_files.py): no query of the update scans the upstream's Delta log, as
-    Delta's reader would, rebuilding the state of each version an append made. Same rows."""
+    Delta's reader would, rebuilding the state of each version an append made. Same rows.
+    The view's Spark jobs count in its own flow's timeline (`run --profile`)."""
     inbox = tmp_path / "inbox"
     inbox.mkdir()
     files = write_pipeline(tmp_path / "p", f"""
@@ -175,8 +177,10 @@ def test_a_materialized_view_reads_its_upstream_as_the_files_its_log_names(spark
         (inbox / f"{i}.json").write_text(
             "".join(json.dumps({"player": p, "xp": xp}) + "\n" for p, xp in grants))
         before = last_execution_id(spark)
-        result = PipelineUpdate(spark, graph, warehouse).run()
+        result = PipelineUpdate(spark, graph, warehouse, timeline=Timeline(spark_jobs=True)).run()
     assert result.table_rows == {"grants": 3, "totals": 2}
+    overwrite = [s for s in result.timeline.of_flow("totals") if s.phase == "delta overwrite"]
+    assert overwrite and overwrite[0].spark_jobs >= 1
     totals = spark.read.format("delta").load(str(tmp_path / "wh" / "totals")).collect()
     assert {r["player"]: r["xp"] for r in totals} == {"a": 4, "b": 2}
     grants_log = str(tmp_path / "wh" / "grants" / "_delta_log")

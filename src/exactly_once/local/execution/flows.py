@@ -8,7 +8,8 @@ update only processes new records. Each micro-batch's writes are idempotent (ide
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -61,7 +62,8 @@ def run_materialized_view(spark: SparkSession, flow_name: str, target: str, df: 
     result = FlowResult(flow=flow_name, target=target, kind="materialized_view")
     path = warehouse.table_path(target).resolve()
     version_before = delta_log.latest_version(path)
-    with timeline.span(flow_name, "flow"), timeline.span(flow_name, "delta overwrite", 0, target):
+    with timeline.span(flow_name, "flow"), timeline.span(flow_name, "delta overwrite", 0, target), \
+            jobs_described(spark, flow_name):
         try:
             df.write.format("delta").mode("overwrite").option("overwriteSchema", "true") \
                 .save(str(path))
@@ -124,17 +126,22 @@ def run_snapshot_cdc_flow(spark: SparkSession, spec: SnapshotCdcSpec, next_snaps
     def step(name: str, ordinal: int) -> AbstractContextManager[None]:
         return timeline.span(spec.name, name, ordinal)
 
-    # Its Spark jobs described by the flow's name, as a streaming query's are (the timeline
-    # counts them by it); a thread-local property: flows run in threads of their own.
-    context = spark.sparkContext
-    described = context.getLocalProperty("spark.job.description")
-    context.setJobDescription(spec.name)
-    try:
-        with timeline.span(spec.name, "flow"):
-            run_snapshots(spark, spec, next_snapshot, warehouse, applied, step)
-    finally:
-        context.setJobDescription(described)  # type: ignore[arg-type]
+    with timeline.span(spec.name, "flow"), jobs_described(spark, spec.name):
+        run_snapshots(spark, spec, next_snapshot, warehouse, applied, step)
     result.batches = len(result.snapshots)
     result.input_rows = sum(s.rows for s in result.snapshots)
     result.output_rows = sum(s.changed for s in result.snapshots)
     return result
+
+
+@contextmanager
+def jobs_described(spark: SparkSession, flow_name: str) -> Iterator[None]:
+    """The block's Spark jobs described by the flow's name, as a streaming query's are (the
+    timeline counts them by it); a thread-local property: flows run in threads of their own."""
+    context = spark.sparkContext
+    described = context.getLocalProperty("spark.job.description")
+    context.setJobDescription(flow_name)
+    try:
+        yield
+    finally:
+        context.setJobDescription(described)  # type: ignore[arg-type]
