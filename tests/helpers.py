@@ -70,24 +70,32 @@ def checked_events(parsed: DataFrame, topic: TopicSettings) -> DataFrame:
 
 @contextmanager
 def crash_after_target_commit(monkeypatch):
-    """The AUTO CDC batch inside dies right after its target commit, before its state commit."""
+    """The AUTO CDC batch inside dies right after its target commit (a MERGE, or the append
+    into an empty target), before its state commit."""
     import pytest
 
     from exactly_once.local.auto_cdc import commits
 
-    real_merge = commits.merge_once
+    real_merge, real_append = commits.merge_once, commits.append_once
 
-    def target_then_crash(spark, merge, path, spec, role, write):
+    def merge_then_crash(spark, merge, path, spec, role, write):
         real_merge(spark, merge, path, spec, role, write)
         if role == "target":
             raise RuntimeError("killed after the target commit")
 
-    monkeypatch.setattr(commits, "merge_once", target_then_crash)
+    def append_then_crash(rows, path, spec, role, write):
+        real_append(rows, path, spec, role, write)
+        if role == "target":
+            raise RuntimeError("killed after the target commit")
+
+    monkeypatch.setattr(commits, "merge_once", merge_then_crash)
+    monkeypatch.setattr(commits, "append_once", append_then_crash)
     try:
         with pytest.raises(RuntimeError, match="killed"):
             yield
     finally:
         monkeypatch.setattr(commits, "merge_once", real_merge)
+        monkeypatch.setattr(commits, "append_once", real_append)
 
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

@@ -93,6 +93,26 @@ def test_ties_on_sequence_are_broken_by_the_struct_tail(tables):
     assert tables.rows() == [("a", 1, "second")]
 
 
+def last_operation(path: str) -> str:
+    return delta_log.commit_info(path, delta_log.latest_version(path))["operation"]
+
+
+def test_a_batch_into_an_empty_target_is_appended_and_one_into_rows_merged(tables):
+    """Into a target whose log says it holds no rows a MERGE could only insert: the upserts
+    are appended, one write (a delete of a key it never held changes nothing); the next batch
+    MERGEs into the rows. A replay of the appended batch writes nothing again."""
+    stats = tables.apply([up("a", 1, "v1"), up("b", 2, "b2"), delete("c", 1), up("a", 3, "v3")])
+    assert last_operation(tables.target) == "WRITE"
+    assert tables.rows() == [("a", 3, "v3"), ("b", 2, "b2")]
+    assert (stats.upserts, stats.deletes, stats.stale) == (2, 1, 1)
+    version = delta_log.latest_version(tables.target)
+    replayed = tables.apply([up("a", 1, "v1"), up("b", 2, "b2")], batch_id=0)
+    assert delta_log.latest_version(tables.target) == version and replayed.upserts == 0
+    tables.apply([up("b", 3, "b3"), delete("a", 4), up("d", 1, "d1")])
+    assert last_operation(tables.target) == "MERGE"
+    assert tables.rows() == [("b", 3, "b3"), ("d", 1, "d1")]
+
+
 def test_a_delete_leaves_a_tombstone_that_older_upserts_cannot_pass(tables):
     tables.apply([up("a", 1, "v1"), up("b", 1, "b1")])
     tables.apply([delete("a", 3)])

@@ -14,6 +14,7 @@ from exactly_once.local.auto_cdc.scd2 import (
     versions_in_target,
 )
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
+from exactly_once.local.storage import delta_log
 from exactly_once.table_properties import TOMBSTONE_GC_NEVER_SECONDS
 
 SCHEMA = "id STRING, seq BIGINT, kind STRING, status STRING, note STRING, off BIGINT"
@@ -59,6 +60,22 @@ def up(key, seq, status, note="", off=0):
 
 def delete(key, seq):
     return (key, seq, "delete", None, None, 0)
+
+
+def test_versions_into_an_empty_target_are_appended_and_later_ones_merged(spark, tmp_path):
+    """An empty target has no version to close or replace: the batch's versions are appended,
+    one write; the next batch MERGEs, closing them."""
+    h = History(spark, tmp_path)
+    h.apply([up("a", 1, "new"), up("a", 2, "paid"), up("b", 1, "new")])
+    assert delta_log.commit_info(h.target, delta_log.latest_version(h.target))["operation"] \
+        == "WRITE"
+    assert h.rows() == [("a", "new", "", 1, 2), ("a", "paid", "", 2, None),
+                        ("b", "new", "", 1, None)]
+    h.apply([up("a", 3, "shipped"), delete("b", 2)])
+    assert delta_log.commit_info(h.target, delta_log.latest_version(h.target))["operation"] \
+        == "MERGE"
+    assert h.rows() == [("a", "new", "", 1, 2), ("a", "paid", "", 2, 3),
+                        ("a", "shipped", "", 3, None), ("b", "new", "", 1, 2)]
 
 
 def test_the_versions_a_batch_replaces_are_read_as_the_files_the_target_s_log_names(spark,

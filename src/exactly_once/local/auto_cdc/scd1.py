@@ -10,8 +10,8 @@ Per batch:
 4. per key only the newest remaining event survives (one `max_by` aggregation; with
    `ignore_null_updates`, its NULL columns first take the values of the key's earlier events in
    the batch);
-5. one MERGE into the target (none when nothing changes it), then the applied changes are
-   appended to the state table, then tombstones older than
+5. one MERGE into the target (an append into an empty one; none when nothing changes it), then
+   the applied changes are appended to the state table, then tombstones older than
    `pipelines.cdc.tombstoneGCThresholdInSeconds` are removed from the state table (a pass
    that reads the whole state table, skipped when the state log's file statistics show no
    tombstone that old: see `tombstones_may_have_expired`).
@@ -262,16 +262,27 @@ def _plan_changes(spark: SparkSession, batch: DataFrame, spec: AutoCdcSpec, stat
 def _apply(spark: SparkSession, spec: AutoCdcSpec, changes: DataFrame, source_columns: list[str],
            columns: list[str], only_deletes: bool, target_path: str, state_path: str,
            write: BatchWrite) -> bool:
-    """The MERGE into the target (skipped when it could change nothing: deletes only, into an
-    empty target), then the state rows; whether this call applied the batch."""
-    values: dict[str, str | Column] = {
-        f"`{c}`": f"s.`{c}`" for c in target_columns(spec, source_columns)}
-    updates = dict(values)
-    if spec.ignore_null_updates:  # NULL keeps the target's value, unless re-inserted
-        updates.update({f"`{c}`": f"CASE WHEN s.{RESET} THEN s.`{c}` "
-                                  f"ELSE coalesce(s.`{c}`, t.`{c}`) END" for c in columns})
+    """The target's write, then the state rows; whether this call applied the batch.
+
+    Into an empty target (its log says no rows) the MERGE could only insert the upserts, and
+    deletes change nothing: the upserts are appended instead, one write job where Delta's
+    MERGE rebuilds the target's state and joins it with the changes (most of a new warehouse's
+    first update; `make demo`'s). Either commit carries the batch's marker (commits.py).
+    """
+    order = target_columns(spec, source_columns)
     committed = True
-    if not (only_deletes and delta_log.row_count(target_path) == 0):
+    if delta_log.row_count(target_path) == 0:
+        if not only_deletes:
+            with write.step("target append"):
+                committed = commits.append_once(
+                    changes.where(~F.col(IS_DELETE)).select(*[F.col(f"`{c}`") for c in order]),
+                    target_path, spec, "target", write)
+    else:
+        values: dict[str, str | Column] = {f"`{c}`": f"s.`{c}`" for c in order}
+        updates = dict(values)
+        if spec.ignore_null_updates:  # NULL keeps the target's value, unless re-inserted
+            updates.update({f"`{c}`": f"CASE WHEN s.{RESET} THEN s.`{c}` "
+                                      f"ELSE coalesce(s.`{c}`, t.`{c}`) END" for c in columns})
         target_merge = (
             DeltaTable.forPath(spark, target_path).alias("t")
             .merge(changes.alias("s"), merge_condition(spec))

@@ -18,7 +18,8 @@ the higher tie-break is the event. Per batch:
    sequence order into versions, so a late event lands where it belongs: it can split a version
    or fill a gap, and an upsert older than a delete makes a closed version, never a current one;
 4. one MERGE on (keys, `__START_AT`) replaces those keys' versions in the target (update,
-   insert, delete), then the events are appended to the journal.
+   insert, delete; into an empty target, an append of the versions), then the events are
+   appended to the journal.
 Steps 1-2 are one Spark job. Both writes are idempotent per batch (commits.py) and the decisions
 come only from the journal, which is written last: a replay after a crash between them skips the
 target MERGE and appends the same journal rows as the first attempt would have.
@@ -51,6 +52,7 @@ from exactly_once.local.auto_cdc.changes import (
 from exactly_once.local.auto_cdc.commits import BatchWrite
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.engine.materialize import computed_once
+from exactly_once.local.storage import delta_log
 from exactly_once.local.storage.delta_log import is_delta_table
 from exactly_once.local.storage.snapshot_files import read_latest
 from exactly_once.local.storage.warehouse import AutoCdcTables, as_written, create_empty_table
@@ -202,32 +204,41 @@ def _plan_fresh(spark: SparkSession, batch: DataFrame, spec: AutoCdcSpec, state_
 def _apply(spark: SparkSession, spec: AutoCdcSpec, write: BatchWrite,
            fresh: DataFrame, journal: DataFrame, columns: list[str], tracked: list[str],
            order: list[str], target_path: str, state_path: str) -> bool:
-    """Rewrite the versions of the keys `fresh` touches; whether the target MERGE committed."""
+    """Rewrite the versions of the keys `fresh` touches; whether the target write committed."""
     affected = fresh.select(*spec.keys).distinct()
     # An event that won a tie against a journal event replaces it: same (key, sequence).
     kept = journal.drop(TIE).join(affected, list(spec.keys), "left_semi") \
         .join(fresh.select(*spec.keys, SEQUENCE), [*spec.keys, SEQUENCE], "left_anti")
     history = kept.unionByName(fresh.drop(TIE))
     versions = versions_of(history, spec, columns, tracked, order)
-    obsolete = versions_in_target(spark, target_path, affected, spec) \
-        .join(versions.select(*spec.keys, START_AT), [*spec.keys, START_AT], "left_anti")
-    ops = versions.withColumn(OP, F.lit("upsert")).unionByName(
-        obsolete.withColumn(OP, F.lit("delete")), allowMissingColumns=True)
-    with write.step("versions"):
-        # Computed once, before the MERGE: Delta would otherwise evaluate this plan (windows
-        # over the journal, a join with the target) again for each of its passes.
-        ops = computed_once(ops)
-    values: dict[str, str | Column] = {f"`{c}`": f"s.`{c}`" for c in [*order, START_AT, END_AT]}
-    unchanged = " AND ".join(f"t.`{c}` <=> s.`{c}`" for c in [*columns, END_AT])
-    target_merge = (
-        DeltaTable.forPath(spark, target_path).alias("t")
-        .merge(ops.alias("s"), merge_condition(spec, (START_AT,)))
-        .whenMatchedDelete(condition=f"s.{OP} = 'delete'")
-        .whenMatchedUpdate(condition=f"s.{OP} = 'upsert' AND NOT ({unchanged})", set=values)
-        .whenNotMatchedInsert(condition=f"s.{OP} = 'upsert'", values=values)
-    )
-    with write.step("target merge"):
-        committed = commits.merge_once(spark, target_merge, target_path, spec, "target", write)
+    written = [*order, START_AT, END_AT]
+    if delta_log.row_count(target_path) == 0:
+        # Nothing to match in an empty target (its log says no rows): the MERGE could only
+        # insert the versions, so they are appended, one write job (scd1.py's `_apply`).
+        with write.step("target append"):
+            committed = commits.append_once(versions.select(*[F.col(f"`{c}`") for c in written]),
+                                            target_path, spec, "target", write)
+    else:
+        obsolete = versions_in_target(spark, target_path, affected, spec) \
+            .join(versions.select(*spec.keys, START_AT), [*spec.keys, START_AT], "left_anti")
+        ops = versions.withColumn(OP, F.lit("upsert")).unionByName(
+            obsolete.withColumn(OP, F.lit("delete")), allowMissingColumns=True)
+        with write.step("versions"):
+            # Computed once, before the MERGE: Delta would otherwise evaluate this plan
+            # (windows over the journal, a join with the target) again for each of its passes.
+            ops = computed_once(ops)
+        values: dict[str, str | Column] = {f"`{c}`": f"s.`{c}`" for c in written}
+        unchanged = " AND ".join(f"t.`{c}` <=> s.`{c}`" for c in [*columns, END_AT])
+        target_merge = (
+            DeltaTable.forPath(spark, target_path).alias("t")
+            .merge(ops.alias("s"), merge_condition(spec, (START_AT,)))
+            .whenMatchedDelete(condition=f"s.{OP} = 'delete'")
+            .whenMatchedUpdate(condition=f"s.{OP} = 'upsert' AND NOT ({unchanged})", set=values)
+            .whenNotMatchedInsert(condition=f"s.{OP} = 'upsert'", values=values)
+        )
+        with write.step("target merge"):
+            committed = commits.merge_once(spark, target_merge, target_path, spec, "target",
+                                           write)
     with write.step("journal append"):
         commits.append_once(fresh.drop(TIE), state_path, spec, "state", write)
     return committed
