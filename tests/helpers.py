@@ -98,6 +98,26 @@ def crash_after_target_commit(monkeypatch):
         monkeypatch.setattr(commits, "append_once", real_append)
 
 
+def sql_plans_since(spark, execution_id: int) -> list[str]:
+    """The physical plans of the session's SQL executions after `execution_id` (the newest
+    100), from Spark's own status store."""
+    store = spark._jsparkSession.sharedState().statusStore()
+    count = store.executionsCount()
+    recent = store.executionsList(max(0, count - 100), 100)
+    plans = []
+    for i in range(recent.size()):
+        execution = recent.apply(i)
+        if execution.executionId() > execution_id:
+            plans.append(execution.physicalPlanDescription())
+    return plans
+
+
+def last_execution_id(spark) -> int:
+    store = spark._jsparkSession.sharedState().statusStore()
+    count = store.executionsCount()
+    return store.executionsList(count - 1, 1).apply(0).executionId() if count else -1
+
+
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 

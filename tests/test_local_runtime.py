@@ -8,6 +8,7 @@ import json
 import textwrap
 
 import pytest
+from helpers import last_execution_id, sql_plans_since
 from pyspark.pipelines.output import MaterializedView, StreamingTable, TemporaryView
 
 from exactly_once.errors import FlowError, GraphError
@@ -130,26 +131,6 @@ def test_datasets_run_after_what_they_read_whatever_the_file_order(spark, tmp_pa
     assert [f.flow for f in result.flows] == ["numbers", "doubled"]
     assert result.table_rows == {"doubled": 3, "numbers": 3}
     assert not (tmp_path / "wh" / "numbers_view").exists()  # temporary views are not stored
-
-
-def sql_plans_since(spark, execution_id: int) -> list[str]:
-    """The physical plans of the session's SQL executions after `execution_id` (the newest
-    100), from Spark's own status store."""
-    store = spark._jsparkSession.sharedState().statusStore()
-    count = store.executionsCount()
-    recent = store.executionsList(max(0, count - 100), 100)
-    plans = []
-    for i in range(recent.size()):
-        execution = recent.apply(i)
-        if execution.executionId() > execution_id:
-            plans.append(execution.physicalPlanDescription())
-    return plans
-
-
-def last_execution_id(spark) -> int:
-    store = spark._jsparkSession.sharedState().statusStore()
-    count = store.executionsCount()
-    return store.executionsList(count - 1, 1).apply(0).executionId() if count else -1
 
 
 def test_a_materialized_view_reads_its_upstream_as_the_files_its_log_names(spark, tmp_path):

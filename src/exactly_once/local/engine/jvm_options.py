@@ -20,7 +20,9 @@ three (the session's, the JVM's default and `user.timezone`): if any is not UTC,
 small table's whole state after every commit to verify the file list its checksum carries
 (`allFilesInCrc.verificationMode.forceOnNonUTC`, against timestamps before 1883 that a
 non-UTC zone serializes differently). On a laptop in Los Angeles that was 98 Spark jobs in a
-warm ~100-record update instead of 74 (BENCHMARKS.md, issue 25).
+warm ~100-record update instead of 74 (BENCHMARKS.md, issue 25). The session now keeps no file
+list in checksums at all (session.py), so nothing is verified whatever the zone; the JVMs stay
+in UTC so that the three agree.
 
 A cluster's executors run the same short tasks in JVMs that live one update: with the same two
 options an update of 630 records on the local 2-worker cluster took 0.7 of its time with

@@ -111,6 +111,12 @@ def build_session(warehouse: Path | str, app_name: str = "exactly-once",
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.memory", "4g")
         .config("spark.databricks.delta.snapshotPartitions", "2")
+        # No file list in each commit's checksum (`.crc`): Delta 4.4 keeps one for a small table
+        # only to compute the next checksum's and to verify it, never to plan a scan, and
+        # starting it costs every new table a query over its empty snapshot (a new warehouse
+        # creates about 20), and so did verifying it outside UTC (engine/jvm_options.py). The
+        # checksum keeps its counts, protocol and metadata.
+        .config("spark.databricks.delta.allFilesInCrc.enabled", "false")
         # No whole-stage code generation: the local runtime's queries are many and mostly
         # small, and generating and compiling code for each plan (then JIT-compiling it) cost
         # more than it saved (BENCHMARKS.md, issue 19). Expression code generation is off only
