@@ -48,7 +48,8 @@ def merge_once(spark: SparkSession, merge: DeltaMergeBuilder, path: str, spec: A
 
 def append_once(rows: DataFrame, path: str, spec: AutoCdcSpec, role: str,
                 write: BatchWrite) -> bool:
-    """Append `rows` to `spec`'s `role` table (the state log), once per batch."""
+    """Append `rows` to `spec`'s `role` table (the state log; an empty target), once per
+    batch."""
     return idempotent.append(rows, path, write.marker(spec, role), write.replayed)
 
 
