@@ -283,10 +283,14 @@ def _innermost(spans: list[Span], flow: str, at: float) -> int | None:
 
 def _flow_of(description: str, flows: set[str]) -> str:
     """A streaming query's jobs are described `<query name>\\nid = ...` (Delta prefixes its own
-    with `Delta: `); the runtime names each query after its flow."""
+    with `Delta: `); the runtime names each query after its flow. A flow described by its name
+    alone (a view, a snapshot flow: flows.jobs_described) has Delta's own jobs described
+    `Delta: <flow>: <what it does>`."""
     first = description.split("\n", 1)[0].strip()
-    first = first.removeprefix("Delta: ").strip()
-    return first if first in flows else UPDATE
+    while first.startswith("Delta: "):
+        first = first.removeprefix("Delta: ").strip()
+    named = first.split(": ", 1)[0]
+    return first if first in flows else named if named in flows else UPDATE
 
 
 def _status_jobs(spark: Any) -> Iterator[Any]:
