@@ -78,18 +78,15 @@ def crash_after_target_commit(monkeypatch):
 
     real_merge, real_append = commits.merge_once, commits.append_once
 
-    def merge_then_crash(spark, merge, path, spec, role, write):
-        real_merge(spark, merge, path, spec, role, write)
-        if role == "target":
-            raise RuntimeError("killed after the target commit")
+    def then_crash(write_once):
+        def write_then_crash(*args):  # both writes end (..., role, write)
+            write_once(*args)
+            if args[-2] == "target":
+                raise RuntimeError("killed after the target commit")
+        return write_then_crash
 
-    def append_then_crash(rows, path, spec, role, write):
-        real_append(rows, path, spec, role, write)
-        if role == "target":
-            raise RuntimeError("killed after the target commit")
-
-    monkeypatch.setattr(commits, "merge_once", merge_then_crash)
-    monkeypatch.setattr(commits, "append_once", append_then_crash)
+    monkeypatch.setattr(commits, "merge_once", then_crash(real_merge))
+    monkeypatch.setattr(commits, "append_once", then_crash(real_append))
     try:
         with pytest.raises(RuntimeError, match="killed"):
             yield
