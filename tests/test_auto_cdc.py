@@ -44,11 +44,12 @@ class Tables:
         self.next_batch = 0
         self.attempted: set[int] = set()  # batch ids run before: running one again replays it
 
-    def apply(self, rows, batch_id=None, **options):
+    def apply(self, rows, batch_id=None, query="test-query", **options):
+        """`query`: the streaming query's id; another one is a new checkpoint (batch ids anew)."""
         batch_id = self.next_batch if batch_id is None else batch_id
         self.next_batch = batch_id + 1
         batch = self.spark.createDataFrame(rows, SCHEMA)
-        write = BatchWrite("test-query", batch_id, replayed=batch_id in self.attempted)
+        write = BatchWrite(query, batch_id, replayed=batch_id in self.attempted)
         self.attempted.add(batch_id)
         return apply_scd1_batch(self.spark, batch, self.spec, self.target, self.state, write,
                                 rejected_path=self.rejected, **options)
@@ -111,6 +112,40 @@ def test_a_batch_into_an_empty_target_is_appended_and_one_into_rows_merged(table
     tables.apply([up("b", 3, "b3"), delete("a", 4), up("d", 1, "d1")])
     assert last_operation(tables.target) == "MERGE"
     assert tables.rows() == [("b", 3, "b3"), ("d", 1, "d1")]
+
+
+def test_a_batch_of_keys_the_target_does_not_hold_is_appended(tables):
+    """Keys the state table says the target does not hold (never seen, or deleted) can only be
+    inserted: the batch is appended, as into an empty target. A key the target holds, a delete
+    of one, makes it a MERGE."""
+    tables.apply([up("a", 1, "a1"), up("b", 1, "b1")])
+    stats = tables.apply([up("c", 1, "c1"), up("a", 0, "stale"), delete("x", 1)])
+    assert last_operation(tables.target) == "WRITE"
+    assert (stats.upserts, stats.deletes, stats.stale) == (1, 1, 1)
+    tables.apply([delete("b", 2)])
+    assert last_operation(tables.target) == "MERGE"
+    tables.apply([up("b", 3, "b3"), up("d", 1, "d1")])  # b's tombstone: not in the target
+    assert last_operation(tables.target) == "WRITE"
+    tables.apply([up("a", 2, "a2"), up("e", 1, "e1")])
+    assert last_operation(tables.target) == "MERGE"
+    assert tables.rows() == [("a", 2, "a2"), ("b", 3, "b3"), ("c", 1, "c1"), ("d", 1, "d1"),
+                             ("e", 1, "e1")]
+
+
+def test_a_new_checkpoint_after_a_crash_between_the_commits_merges_what_the_state_lacks(
+        tables, monkeypatch):
+    """The target committed a batch the state table never recorded, and the checkpoint was
+    then replaced (a new query id: no replay skips the write). The state table cannot say which
+    keys the target holds, so the batch is merged, not appended: no key twice."""
+    tables.apply([up("a", 1, "a1")], query="first")
+    with crash_after_target_commit(monkeypatch):
+        tables.apply([up("b", 1, "b1")], query="first")
+    tables.apply([up("a", 1, "a1"), up("b", 1, "b1")], batch_id=0, query="second")
+    assert last_operation(tables.target) == "MERGE"
+    assert tables.rows() == [("a", 1, "a1"), ("b", 1, "b1")]
+    tables.apply([up("c", 1, "c1")], query="second")  # the state caught up: appended again
+    assert last_operation(tables.target) == "WRITE"
+    assert tables.rows() == [("a", 1, "a1"), ("b", 1, "b1"), ("c", 1, "c1")]
 
 
 def test_a_delete_leaves_a_tombstone_that_older_upserts_cannot_pass(tables):

@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 
 from exactly_once.local.auto_cdc.changes import REJECT_REASON
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
-from exactly_once.local.storage import idempotent
+from exactly_once.local.storage import delta_log, idempotent
 from exactly_once.local.storage.delta_log import Marker
 
 
@@ -51,6 +51,21 @@ def append_once(rows: DataFrame, path: str, spec: AutoCdcSpec, role: str,
     """Append `rows` to `spec`'s `role` table (the state log; an empty target), once per
     batch."""
     return idempotent.append(rows, path, write.marker(spec, role), write.replayed)
+
+
+def state_caught_up(target_path: str, state_path: str) -> bool:
+    """Whether the state table recorded the target's last write: the target's newest commit is
+    a marked target write whose writer's state append for that batch (or a later one) is in the
+    state log. Not after a crash between the two commits until the batch is replayed, nor
+    after an unmarked commit into the target (its creation, a schema change): then only the
+    target itself can say which keys it holds."""
+    marker = Marker.of_commit(
+        delta_log.commit_info(target_path, delta_log.latest_version(target_path)))
+    if marker is None or not marker.writer.endswith(":target"):
+        return False
+    state_batch = delta_log.committed_batch(state_path,
+                                            marker.writer.removesuffix("target") + "state")
+    return state_batch is not None and state_batch >= marker.batch
 
 
 def record_rejected(events: DataFrame, source_columns: list[str], spec: AutoCdcSpec,

@@ -10,7 +10,8 @@ Per batch:
 4. per key only the newest remaining event survives (one `max_by` aggregation; with
    `ignore_null_updates`, its NULL columns first take the values of the key's earlier events in
    the batch);
-5. one MERGE into the target (an append into an empty one; none when nothing changes it), then
+5. one MERGE into the target (an append when it holds none of the batch's keys, as an empty
+   one; none when nothing changes it), then
    the applied changes are appended to the state table, then tombstones older than
    `pipelines.cdc.tombstoneGCThresholdInSeconds` are removed from the state table (a pass
    that reads the whole state table, skipped when the state log's file statistics show no
@@ -73,6 +74,7 @@ DELETED_AT = "__deleted_at"  # processing time a tombstone was written: its rete
 STORED_SEQUENCE = "__stored_sequence"
 STORED_TIE = "__stored_tie"
 STORED_DELETED = "__stored_deleted"
+IN_TARGET = "__in_target"  # whether the state table says the target holds the change's key
 
 
 def target_schema(spec: AutoCdcSpec, source: DataFrame) -> StructType:
@@ -215,11 +217,11 @@ def apply_scd1_batch(spark: SparkSession, batch: DataFrame, spec: AutoCdcSpec,
     if rejected:
         with write.step("rejected rows"):
             commits.record_rejected(tagged, batch.columns, spec, rejected_path, write)
-    applied, deletes, from_truncates = (int(counts.get[c]) for c in (
-        "applied", "deletes", "from_truncates"))
+    applied, deletes, from_truncates, in_target = (int(counts.get[c]) for c in (
+        "applied", "deletes", "from_truncates", "in_target"))
     committed = applied > 0 and _apply(spark, spec, changes, batch.columns,
                                        data_columns(spec, batch.columns), applied == deletes,
-                                       target_path, state_path, write)
+                                       in_target > 0, target_path, state_path, write)
     if tombstone_gc_seconds is not None \
             and tombstones_may_have_expired(state_path, tombstone_gc_seconds):
         collect_tombstones(spark, state_path, spec, tombstone_gc_seconds)
@@ -247,32 +249,40 @@ def _plan_changes(spark: SparkSession, batch: DataFrame, spec: AutoCdcSpec, stat
     newer = F.struct(F.col(SEQUENCE).alias("s"), F.col(TIE).alias("t")) > F.struct(
         F.col(STORED_SEQUENCE).alias("s"),
         F.coalesce(F.col(STORED_TIE), lowest_tie).alias("t"))
+    # A key is in the target unless it was never applied or its last change was a delete
+    # (unknown, as for a state row without its delete flag, counts as in it).
+    held = F.coalesce(F.col(STORED_SEQUENCE).isNotNull() & ~F.col(STORED_DELETED), F.lit(True))
     fresh = good.join(stored, list(spec.keys), "left").where(
         F.col(STORED_SEQUENCE).isNull() | newer
-    ).drop(STORED_SEQUENCE, STORED_TIE, STORED_DELETED)
+    ).withColumn(IN_TARGET, held).drop(STORED_SEQUENCE, STORED_TIE, STORED_DELETED)
     if spec.ignore_null_updates:
         fresh = fill_null_updates(fresh, spec, columns)
     counts = Observation()
     changes = latest_per_key(fresh, spec).observe(
         counts, F.count(F.lit(1)).alias("applied"), F.count_if(F.col(IS_DELETE)).alias("deletes"),
-        F.count_if(F.col(SYNTHETIC)).alias("from_truncates"))
+        F.count_if(F.col(SYNTHETIC)).alias("from_truncates"),
+        F.count_if(F.col(IN_TARGET)).alias("in_target"))
     return changes, tagged, observed, counts
 
 
 def _apply(spark: SparkSession, spec: AutoCdcSpec, changes: DataFrame, source_columns: list[str],
-           columns: list[str], only_deletes: bool, target_path: str, state_path: str,
-           write: BatchWrite) -> bool:
+           columns: list[str], only_deletes: bool, holds_keys: bool, target_path: str,
+           state_path: str, write: BatchWrite) -> bool:
     """The target's write, then the state rows; whether this call applied the batch.
 
-    Into an empty target (its log says no rows) the MERGE could only insert the upserts, and
-    deletes change nothing: the upserts are appended instead, one write job where Delta's
-    MERGE rebuilds the target's state and joins it with the changes (a new warehouse's first
-    update, `make demo`'s, took about 0.87 of its time). Either commit carries the batch's
-    marker (commits.py).
+    When the target holds none of the changes' keys the MERGE could only insert the upserts,
+    and deletes change nothing: the upserts are appended instead, one write job where Delta's
+    MERGE rebuilds the target's state, scans it and joins it with the changes. So it is for an
+    empty target (its log says no rows; a new warehouse's first update took about 0.87 of its
+    time) and for a batch of keys new to the target, which the state table tells
+    (`holds_keys` False) once it has recorded the target's last write
+    (`commits.state_caught_up`): an idempotent ledger's every batch. Either commit carries the
+    batch's marker (commits.py).
     """
     order = target_columns(spec, source_columns)
     committed = True
-    if delta_log.row_count(target_path) == 0:
+    if delta_log.row_count(target_path) == 0 or (
+            not holds_keys and commits.state_caught_up(target_path, state_path)):
         if not only_deletes:
             with write.step("target append"):
                 committed = commits.append_once(
