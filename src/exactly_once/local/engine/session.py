@@ -125,6 +125,11 @@ def build_session(warehouse: Path | str, app_name: str = "exactly-once",
         # `spark.catalog.listTables()` (issue 29).
         .config("spark.sql.codegen.wholeStage", "false")
         .config("spark.sql.streaming.numRecentProgressUpdates", "10000")
+        # No Python call site captured for each PySpark function (`F.col`, `withColumn`, ...):
+        # it cost 15 py4j calls and a failed IPython import per function instead of one call,
+        # most of an update's 21,000 py4j calls. It only adds the Python line to the query
+        # context of a runtime error's message; the runtime's own errors do not use it.
+        .config("spark.python.sql.dataFrameDebugging.enabled", "false")
         # An availableNow update ends with its data: no extra batch only to move a watermark.
         # Silver's dedup state then expires with the next batch that has data instead of
         # right away, so a redelivery arriving in between is dropped by silver rather than by
