@@ -110,7 +110,9 @@ def build_session(warehouse: Path | str, app_name: str = "exactly-once",
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.memory", "4g")
-        .config("spark.databricks.delta.snapshotPartitions", "2")
+        # A Delta table's state rebuilt (its log replayed) in one task, not Delta's 50: the
+        # local tables' logs are a few files, and each task more costs its scheduling.
+        .config("spark.databricks.delta.snapshotPartitions", "1")
         # No file list in each commit's checksum (`.crc`): Delta 4.4 keeps one for a small table
         # only to compute the next checksum's and to verify it, never to plan a scan, and
         # starting it costs every new table a query over its empty snapshot (a new warehouse
