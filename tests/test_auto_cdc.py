@@ -18,7 +18,11 @@ from exactly_once.local.auto_cdc.scd1 import (
 )
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.storage import delta_log
-from exactly_once.local.storage.snapshot_files import read_latest
+from exactly_once.local.storage.snapshot_files import (
+    PATHS_LISTED_IN_DRIVER,
+    compact_when_many_files,
+    read_latest,
+)
 from exactly_once.table_properties import TOMBSTONE_GC_THRESHOLD as TOMBSTONE_GC_PROPERTY
 
 SCHEMA = "id STRING, seq BIGINT, kind STRING, value STRING, off BIGINT"
@@ -260,6 +264,33 @@ def test_a_gc_pass_runs_only_when_a_tombstone_may_have_expired(tables, spark):
     assert state.where("__is_delete").count() == 0, "and removed it"
     tables.apply([up("a", 1, "v1 again")])  # older than the forgotten delete: applied as new
     assert ("a", 1, "v1 again") in tables.rows()
+
+
+def test_a_state_of_many_files_is_compacted_and_still_read_as_files(tables, spark):
+    """Each batch appends a file to the state table; beyond the paths a read lists in the
+    driver (Spark's 32; 4 here) `read_latest` would fall back to Delta's reader, its state
+    rebuilt at every version. Past half of that the state's files are compacted into one
+    (Delta's OPTIMIZE, no data change): the same rows, read as files, and the batches' markers
+    still found for replays."""
+    spark.conf.set(PATHS_LISTED_IN_DRIVER, "4")
+    try:
+        for i in range(2):
+            tables.apply([up(f"k{i}", 1, f"v{i}")])
+        assert not compact_when_many_files(spark, tables.state)  # 2 files: not yet
+        tables.apply([up("k2", 1, "v2"), up("k3", 1, "v3"), up("k0", 0, "stale")])
+        before = sorted(read_latest(spark, tables.state).collect())
+        assert compact_when_many_files(spark, tables.state)
+        assert len(delta_log.plain_parquet_files(tables.state)) == 1
+        assert last_operation(tables.state) == "OPTIMIZE"
+        state = read_latest(spark, tables.state)
+        assert scan_of(state) == "paths" and sorted(state.collect()) == before
+        replayed = tables.apply([up("k3", 1, "v3")], batch_id=2)  # its marker is still found
+        assert replayed.upserts == 0 and last_operation(tables.state) == "OPTIMIZE"
+        stats = tables.apply([up("k1", 0, "stale"), up("k4", 1, "v4")])
+        assert (stats.stale, stats.upserts) == (1, 1)
+        assert tables.rows() == [(f"k{i}", 1, f"v{i}") for i in range(5)]
+    finally:
+        spark.conf.unset(PATHS_LISTED_IN_DRIVER)
 
 
 def test_the_state_is_read_as_the_parquet_files_its_log_names(tables, spark):

@@ -19,6 +19,8 @@ from exactly_once.local.execution.update import PipelineUpdate
 from exactly_once.local.graph.loader import load_graph
 from exactly_once.local.graph.reads import resolved_reads
 from exactly_once.local.observe.timeline import Timeline
+from exactly_once.local.storage import delta_log
+from exactly_once.local.storage.snapshot_files import PATHS_LISTED_IN_DRIVER
 from exactly_once.local.storage.warehouse import Warehouse
 from exactly_once.paths import PIPELINES_DIR, pipeline_files
 
@@ -171,6 +173,40 @@ def test_a_materialized_view_reads_its_upstream_as_the_files_its_log_names(spark
     plans = sql_plans_since(spark, before)
     assert plans, "the update's queries were not found in Spark's status store"
     assert [p for p in plans if grants_log in p] == []
+
+
+def test_an_auto_cdc_state_of_many_files_is_compacted_after_its_flow(spark, tmp_path):
+    """Each update appends a file to an AUTO CDC flow's state table; once they are more than
+    half of the paths a read lists in the driver (4 here; Spark's 32), the flow compacts them
+    after its batches (Delta's OPTIMIZE), so its next batches still read the state as files."""
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    files = write_pipeline(tmp_path / "p", f"""
+        from pyspark import pipelines as dp
+
+        @dp.temporary_view(name="changes")
+        def changes():
+            return spark.readStream.schema("id STRING, seq BIGINT, v STRING").json("{inbox}")
+
+        dp.create_streaming_table(name="latest")
+        dp.create_auto_cdc_flow(target="latest", source="changes", keys=["id"],
+                                sequence_by="seq", stored_as_scd_type=1)
+    """)
+    graph = load_graph(spark, files)
+    warehouse = Warehouse(tmp_path / "wh")
+    state = str(warehouse.auto_cdc_tables("latest").state)
+    spark.conf.set(PATHS_LISTED_IN_DRIVER, "4")
+    try:
+        for i in range(3):
+            (inbox / f"{i}.json").write_text(json.dumps({"id": f"k{i}", "seq": 1, "v": "x"}))
+            result = PipelineUpdate(spark, graph, warehouse).run()
+            assert delta_log.commit_info(state, delta_log.latest_version(state))[
+                "operation"] == ("OPTIMIZE" if i == 2 else "WRITE")
+    finally:
+        spark.conf.unset(PATHS_LISTED_IN_DRIVER)
+    assert result.table_rows["latest"] == 3
+    assert len(delta_log.plain_parquet_files(state)) == 1
+    assert any(s.phase == "compact state" for s in result.timeline.of_flow("latest"))
 
 
 def test_a_cycle_is_reported_with_its_path(spark, tmp_path):

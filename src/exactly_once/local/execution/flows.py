@@ -26,6 +26,7 @@ from exactly_once.local.observe.progress import FlowResult, Progress
 from exactly_once.local.observe.timeline import Timeline
 from exactly_once.local.storage import delta_log, idempotent
 from exactly_once.local.storage.delta_log import Marker
+from exactly_once.local.storage.snapshot_files import compact_when_many_files
 from exactly_once.local.storage.warehouse import Warehouse
 
 
@@ -106,6 +107,9 @@ def run_auto_cdc_flow(spark: SparkSession, spec: AutoCdcSpec, source: DataFrame,
     with timeline.span(spec.name, "flow"):
         run_available_now(source, spec.name, warehouse.checkpoint_path(spec.name), apply,
                           result, progress, timeline)
+    with timeline.span(spec.name, "compact state"), jobs_described(spark, spec.name):
+        # Once its batches are committed: a crash here leaves the state as they wrote it.
+        compact_when_many_files(spark, tables.state)
     totals = sum(applied, CdcBatchStats())
     result.output_rows = totals.upserts + totals.deletes
     result.cdc_rejected, result.cdc_stale = totals.rejected, totals.stale

@@ -12,12 +12,32 @@ rows change only when a commit removes the file, which the log says.
 
 from __future__ import annotations
 
+from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 
 from exactly_once.local.storage import delta_log
 
 # Up to this many paths, a read's files are listed in the driver (Spark's default: 32).
 PATHS_LISTED_IN_DRIVER = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+
+
+def paths_listed_in_driver(spark: SparkSession) -> int:
+    return int(spark.conf.get(PATHS_LISTED_IN_DRIVER, "32") or 32)
+
+
+def compact_when_many_files(spark: SparkSession, path: str) -> bool:
+    """Rewrite the table's files into one (Delta's OPTIMIZE: a commit without data change) once
+    they are more than half of what `read_latest` reads as files; whether it did.
+
+    A table appended to every micro-batch, as an AUTO CDC state table is, gains a file each
+    time; past the limit every read of it would go through Delta's reader, its state rebuilt
+    at each new version (three Spark jobs), and every batch after the 32nd update paid that.
+    """
+    files = delta_log.plain_parquet_files(path)
+    if files is None or len(files) <= paths_listed_in_driver(spark) // 2:
+        return False
+    DeltaTable.forPath(spark, path).optimize().executeCompaction()
+    return True
 
 
 def read_latest(spark: SparkSession, path: str) -> DataFrame:
@@ -30,7 +50,7 @@ def read_latest(spark: SparkSession, path: str) -> DataFrame:
     """
     table = spark.read.format("delta").load(path)
     files = delta_log.plain_parquet_files(path)
-    if files is None or len(files) > int(spark.conf.get(PATHS_LISTED_IN_DRIVER, "32") or 32):
+    if files is None or len(files) > paths_listed_in_driver(spark):
         return table
     if not files:  # built in the JVM: a local relation, no Python RDD
         no_rows = spark._jvm.java.util.ArrayList()  # type: ignore[union-attr]
