@@ -36,7 +36,12 @@ class BatchWrite:
         default=lambda name: nullcontext(), compare=False)
 
     def marker(self, spec: AutoCdcSpec, role: str) -> Marker:
-        return Marker(f"{self.query_id}:{spec.name}:{role}", self.batch_id)
+        return Marker(_writer(f"{self.query_id}:{spec.name}", role), self.batch_id)
+
+
+def _writer(query_and_flow: str, role: str) -> str:
+    """A marker's writer: the streaming query and flow, then the role of the table written."""
+    return f"{query_and_flow}:{role}"
 
 
 def merge_once(spark: SparkSession, merge: DeltaMergeBuilder, path: str, spec: AutoCdcSpec,
@@ -61,10 +66,12 @@ def state_caught_up(target_path: str, state_path: str) -> bool:
     target itself can say which keys it holds."""
     marker = Marker.of_commit(
         delta_log.commit_info(target_path, delta_log.latest_version(target_path)))
-    if marker is None or not marker.writer.endswith(":target"):
+    if marker is None:
         return False
-    state_batch = delta_log.committed_batch(state_path,
-                                            marker.writer.removesuffix("target") + "state")
+    query_and_flow, _, role = marker.writer.rpartition(":")
+    if role != "target":
+        return False
+    state_batch = delta_log.committed_batch(state_path, _writer(query_and_flow, "state"))
     return state_batch is not None and state_batch >= marker.batch
 
 
