@@ -95,10 +95,18 @@ def crash_after_target_commit(monkeypatch):
         monkeypatch.setattr(commits, "append_once", real_append)
 
 
+def _status_store(spark):
+    """Spark's SQL status store once the listener bus has delivered every event so far: the
+    store learns of an execution asynchronously, and under load it lagged behind the command
+    that had just run (a plan list found empty)."""
+    spark._jsparkSession.sparkContext().listenerBus().waitUntilEmpty()
+    return spark._jsparkSession.sharedState().statusStore()
+
+
 def sql_plans_since(spark, execution_id: int) -> list[str]:
     """The physical plans of the session's SQL executions after `execution_id` (the newest
     100), from Spark's own status store."""
-    store = spark._jsparkSession.sharedState().statusStore()
+    store = _status_store(spark)
     count = store.executionsCount()
     recent = store.executionsList(max(0, count - 100), 100)
     plans = []
@@ -110,7 +118,7 @@ def sql_plans_since(spark, execution_id: int) -> list[str]:
 
 
 def last_execution_id(spark) -> int:
-    store = spark._jsparkSession.sharedState().statusStore()
+    store = _status_store(spark)
     count = store.executionsCount()
     return store.executionsList(count - 1, 1).apply(0).executionId() if count else -1
 
