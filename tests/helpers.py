@@ -95,6 +95,24 @@ def crash_after_target_commit(monkeypatch):
         monkeypatch.setattr(commits, "append_once", real_append)
 
 
+@contextmanager
+def calls_into_the_jvm(spark: SparkSession):
+    """The py4j commands the block sends to the session's JVM, in a list filled as it runs."""
+    client = spark.sparkContext._gateway._gateway_client
+    calls: list[str] = []
+    send = client.send_command
+
+    def counted(command, *args, **kwargs):
+        calls.append(command)
+        return send(command, *args, **kwargs)
+
+    client.send_command = counted
+    try:
+        yield calls
+    finally:
+        client.send_command = send
+
+
 def _status_store(spark):
     """Spark's SQL status store once the listener bus has delivered every event so far: the
     store learns of an execution asynchronously, and under load it lagged behind the command

@@ -6,7 +6,7 @@ import json
 import time
 
 import pytest
-from helpers import crash_after_target_commit, runs_python_worker, scan_of
+from helpers import calls_into_the_jvm, crash_after_target_commit, runs_python_worker, scan_of
 from pyspark.sql import functions as F
 
 from exactly_once.local.auto_cdc.commits import BatchWrite
@@ -14,6 +14,7 @@ from exactly_once.local.auto_cdc.scd1 import (
     apply_scd1_batch,
     ensure_state_table,
     expired_tombstones,
+    state_schema,
     target_schema,
 )
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
@@ -23,6 +24,7 @@ from exactly_once.local.storage.snapshot_files import (
     compact_when_many_files,
     read_latest,
 )
+from exactly_once.local.storage.warehouse import as_written
 from exactly_once.table_properties import TOMBSTONE_GC_THRESHOLD as TOMBSTONE_GC_PROPERTY
 
 SCHEMA = "id STRING, seq BIGINT, kind STRING, value STRING, off BIGINT"
@@ -264,6 +266,28 @@ def test_a_gc_pass_runs_only_when_a_tombstone_may_have_expired(tables, spark):
     assert state.where("__is_delete").count() == 0, "and removed it"
     tables.apply([up("a", 1, "v1 again")])  # older than the forgotten delete: applied as new
     assert ("a", 1, "v1 again") in tables.rows()
+
+
+def test_a_state_table_with_its_columns_is_checked_without_a_call_into_the_jvm(tables, spark):
+    """Every update checks each AUTO CDC flow's state table before its batches. One that has
+    its columns is checked from its log: no call into the JVM, where reading it through Delta
+    and planning the state's schema cost a snapshot, two analyses and about 60 py4j calls."""
+    tables.apply([up("a", 1, "v1")])
+    source = spark.createDataFrame([], SCHEMA)
+    with calls_into_the_jvm(spark) as calls:
+        ensure_state_table(spark, tables.spec, source, tables.state)
+    assert calls == []
+
+
+def test_a_state_table_written_before_tombstone_times_and_ties_gets_their_columns(spark, tmp_path):
+    spec = make_spec()
+    source = spark.createDataFrame([], SCHEMA)
+    state = str(tmp_path / "state")
+    full = state_schema(spec, source)
+    spark.createDataFrame([], full).drop("__deleted_at", "__tie").write.format("delta").save(state)
+    ensure_state_table(spark, spec, source, state)
+    assert delta_log.column_names(state)[-2:] == ["__deleted_at", "__tie"]
+    assert spark.read.format("delta").load(state).schema == as_written(full)
 
 
 def test_a_state_of_many_files_is_compacted_and_still_read_as_files(tables, spark):

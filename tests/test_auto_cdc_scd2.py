@@ -221,3 +221,16 @@ def test_an_scd1_table_may_not_expire_tombstones_its_scd2_sibling_keeps(spark, t
     """)
     with pytest.raises(GraphError, match="`current` expires tombstones after 172800 s.*`history`"):
         load_graph(spark, files)
+
+
+def test_a_state_table_that_is_not_this_flow_s_journal_is_refused(spark, tmp_path):
+    """The journal's columns are checked from its log: a table at the state's path without
+    them (written by another flow, or an SCD1 state) stops the flow with what it lacks."""
+    history = History(spark, tmp_path)
+    other = str(tmp_path / "other")
+    spark.createDataFrame([("a", 1)], "id STRING, seq BIGINT").write.format("delta").save(other)
+    sample = spark.createDataFrame([], SCHEMA)
+    with pytest.raises(ValueError, match=r"not written by this SCD2 flow \(no \['__is_delete', "
+                                         r"'__sequence', 'kind', 'note', 'status'\]\)"):
+        ensure_state_table(spark, history.spec, sample, other)
+    ensure_state_table(spark, history.spec, sample, history.state)  # its own: accepted

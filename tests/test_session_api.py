@@ -7,7 +7,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from helpers import last_execution_id, sql_plans_since
+from helpers import calls_into_the_jvm, last_execution_id, sql_plans_since
 from pyspark.sql import Observation
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
@@ -105,16 +105,13 @@ def test_the_session_s_jvm_runs_in_utc_whatever_the_machine_s_zone(spark):
     assert not snapshot.allFilesInCrcVerificationForceEnabled(spark._jsparkSession)
 
 
-def test_building_a_column_costs_only_its_own_calls_into_the_jvm(spark, monkeypatch):
+def test_building_a_column_costs_only_its_own_calls_into_the_jvm(spark):
     """PySpark's DataFrame debugging is off: with it every PySpark function first sends its
     Python call site to the JVM (24 py4j calls instead of 4 for these two, and a failed
     IPython import each), most of the py4j traffic of an update."""
     F.col("w")  # pyspark reads the setting from the session at its first function, once
-    client = spark.sparkContext._gateway._gateway_client
-    calls, send = [], client.send_command
-    monkeypatch.setattr(client, "send_command",
-                        lambda *args, **kwargs: calls.append(args[0]) or send(*args, **kwargs))
-    F.col("x").alias("y")  # `functions` looked up (2), `col`, `as`
+    with calls_into_the_jvm(spark) as calls:
+        F.col("x").alias("y")  # `functions` looked up (2), `col`, `as`
     assert len(calls) == 4, calls
 
 

@@ -91,14 +91,21 @@ def state_schema(spec: AutoCdcSpec, source: DataFrame) -> StructType:
 def ensure_state_table(spark: SparkSession, spec: AutoCdcSpec, source: DataFrame,
                        state_path: str) -> None:
     """Create the state table, or add the columns later versions added (`__deleted_at`,
-    `__tie`) to one written before them."""
-    schema = state_schema(spec, source)
+    `__tie`) to one written before them.
+
+    Run before every update's batches: an existing table's columns come from its log
+    (`delta_log.column_names`), so a table that has them costs no query plan and no Delta
+    snapshot."""
     if not is_delta_table(state_path):
-        create_empty_table(spark, state_path, as_written(schema))
+        create_empty_table(spark, state_path, as_written(state_schema(spec, source)))
         return
-    existing = set(spark.read.format("delta").load(state_path).columns)
-    for column in (DELETED_AT, TIE):
-        if column not in existing:
+    existing = delta_log.column_names(state_path)
+    if existing is None:  # the log cannot tell: ask Delta
+        existing = spark.read.format("delta").load(state_path).columns
+    missing = [column for column in (DELETED_AT, TIE) if column not in existing]
+    if missing:
+        schema = state_schema(spec, source)
+        for column in missing:
             spark.sql(f"ALTER TABLE delta.`{state_path}` ADD COLUMNS "
                       f"({column} {schema[column].dataType.simpleString()})")
 

@@ -93,11 +93,17 @@ def journal_schema(spec: AutoCdcSpec, source: DataFrame) -> StructType:
 
 def ensure_state_table(spark: SparkSession, spec: AutoCdcSpec, source: DataFrame,
                        state_path: str) -> None:
+    """Create the journal, or check that an existing table is one (its columns from its log,
+    as scd1.py's: no query plan, no Delta snapshot per update)."""
     if not is_delta_table(state_path):
         create_empty_table(spark, state_path, as_written(journal_schema(spec, source)))
         return
-    missing = set(journal_schema(spec, source).fieldNames()) - set(
-        spark.read.format("delta").load(state_path).columns)
+    existing = delta_log.column_names(state_path)
+    if existing is None:  # the log cannot tell: ask Delta
+        existing = spark.read.format("delta").load(state_path).columns
+    # journal_schema's names, without planning its query
+    missing = {*spec.keys, SEQUENCE, IS_DELETE, *data_columns(spec, source.columns)} \
+        - set(existing)
     if missing:
         raise ValueError(f"{spec.name}: the AUTO CDC state at {state_path} was not written by "
                          f"this SCD2 flow (no {sorted(missing)}); run a full refresh")

@@ -291,24 +291,44 @@ def appends_since_creation(path: StoragePath | str, max_versions: int = 100) -> 
     return True
 
 
-def table_id(path: StoragePath | str) -> str | None:
-    """The id in the table's metadata: a table dropped and created again at the same path gets
-    a new one. From the latest version's checksum file (`<version>.crc`, which Delta writes
-    with each commit and which holds the metadata), else from the latest commit that carries
-    metadata."""
+def _latest_metadata(path: StoragePath | str) -> dict[str, Any] | None:
+    """The metaData of the table's latest version: from that version's checksum file
+    (`<version>.crc`, which Delta writes with each commit and which holds the metadata), else
+    from the latest commit that carries metadata; None when neither is there."""
     found = versions(path)
     if not found:
         return None
     try:
         crc = json.loads((log_dir(path) / f"{found[-1]:020d}.crc").read_text(encoding="utf-8"))
-        return str(crc["metadata"]["id"])
+        metadata = crc["metadata"]
+        if isinstance(metadata, dict) and "id" in metadata:
+            return metadata
     except (OSError, ValueError, KeyError, TypeError):
         pass
     for version in reversed(found):
         for action in actions(path, version):
             if "metaData" in action:
-                return str(action["metaData"]["id"])
+                return dict(action["metaData"])
     return None
+
+
+def table_id(path: StoragePath | str) -> str | None:
+    """The id in the table's metadata: a table dropped and created again at the same path gets
+    a new one."""
+    metadata = _latest_metadata(path)
+    return None if metadata is None else str(metadata["id"])
+
+
+def column_names(path: StoragePath | str) -> list[str] | None:
+    """The top-level columns of the table's latest version (its metadata's schemaString);
+    None when the log cannot tell."""
+    metadata = _latest_metadata(path)
+    if metadata is None:
+        return None
+    try:
+        return [str(f["name"]) for f in json.loads(metadata["schemaString"])["fields"]]
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 @dataclass(frozen=True)
