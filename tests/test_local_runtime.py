@@ -135,6 +135,41 @@ def test_datasets_run_after_what_they_read_whatever_the_file_order(spark, tmp_pa
     assert not (tmp_path / "wh" / "numbers_view").exists()  # temporary views are not stored
 
 
+def test_a_stream_of_a_table_is_built_while_the_table_updates_and_started_after(spark, tmp_path):
+    """Past its query's first batch, a flow that streams a table builds its query (the pipeline
+    file's function) without waiting for the table's update, and waits only before starting
+    it: its rows are still every row the table has once its update ends. Built after the wait,
+    the build's seconds were on the path from bronze to gold."""
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    files = write_pipeline(tmp_path / "p", f"""
+        from pyspark import pipelines as dp
+
+        @dp.table(name="raw")
+        def raw():
+            return spark.readStream.schema("n BIGINT").json("{inbox}")
+
+        @dp.table(name="kept")
+        def kept():
+            return spark.readStream.table("raw").where("n % 2 = 0")
+    """)
+    graph = load_graph(spark, files)
+    warehouse = Warehouse(tmp_path / "wh")
+    for i in range(3):  # the third update is past each query's first batch
+        numbers = range(i * 4, i * 4 + 4)
+        (inbox / f"{i}.json").write_text("".join(f'{{"n": {n}}}\n' for n in numbers))
+        result = PipelineUpdate(spark, graph, warehouse).run()
+        spans = {s.phase: s for s in result.timeline.of_flow("kept")}
+        waited = spans["wait for upstream"]
+        assert waited.detail == "raw"
+        built = spans["build query"]
+        if i < 2:  # a new query: its first batch depends on the table's commits, so after them
+            assert built.start <= waited.start and waited.end <= built.end
+        else:
+            assert built.end <= waited.start
+    assert result.table_rows == {"raw": 12, "kept": 6}
+
+
 def test_a_materialized_view_reads_its_upstream_as_the_files_its_log_names(spark, tmp_path):
     """A batch read of a pipeline dataset reads the Parquet files the dataset's log names
     (storage/snapshot_files.py): no query of the update scans the upstream's Delta log, as

@@ -2,6 +2,8 @@
 
 Order comes from the reads themselves: when a flow's query reads a dataset of the pipeline, that
 dataset is updated first (see `reads.py`), so each flow sees its inputs complete for this update.
+A stream of a table is the one read that can be built while the table updates (its query then
+starts after it: `_streamed_before_update`); every other read waits where it is made.
 Temporary views are not stored; a read of one returns its query. A refresh selection
 (`refresh.py`) limits the update to some tables: the others are read as they are.
 
@@ -48,12 +50,14 @@ Query = DataFrame | NextSnapshot
 @dataclass
 class _FlowSetup:
     """What building one flow's query saw: expectations of the views it read (counted by this
-    flow) and the tables it reads as streams."""
+    flow), the tables it reads as streams, and those of them it was built without waiting for
+    (`PipelineUpdate._streamed_before_update`): its query starts once they are up to date."""
 
     table: str
     flow: str
     observed: list[ObservedExpectations] = field(default_factory=list)
     streamed: set[str] = field(default_factory=set)
+    not_waited_for: list[str] = field(default_factory=list)
 
 
 class PipelineUpdate:
@@ -170,7 +174,10 @@ class PipelineUpdate:
             return df
         if setup is None:
             raise GraphError(f"`{name}` is read outside a flow's query")
-        self._wait_for(setup.table, name, setup.flow)
+        if streaming and self._streamed_before_update(name, setup.flow):
+            setup.not_waited_for.append(name)
+        else:
+            self._wait_for(setup.table, name, setup.flow)
         if streaming:
             setup.streamed.add(name)
         path = self.warehouse.table_path(name).resolve()
@@ -186,6 +193,20 @@ class PipelineUpdate:
             # table is read from its snapshot, as Spark's default does.
             reader = reader.option("startingVersion", "0")
         return reader.load(str(path))
+
+    def _streamed_before_update(self, name: str, flow: str) -> bool:
+        """Whether `flow` can build its stream of table `name` while the table's own update
+        runs, and wait for it only before its query starts.
+
+        A stream's DataFrame holds no rows: the query asks the table for its offsets when it
+        starts. What building it reads of the table is its schema, which an update's appends
+        keep (they never merge schemas), and, for a query's first batch only, whether the
+        table's commits only appended (`_resolve`). So a table that exists, is not reset in this
+        update, and is read by a query past its first batch is built against early: the
+        build's work (the pipeline file's function, its plans' analysis) then overlaps the
+        upstream's instead of following it, as it did on the path from bronze to gold."""
+        return (name not in self._reset and self.warehouse.has_table(name)
+                and not streams.asks_for_first_batch(self.warehouse.checkpoint_path(flow)))
 
     def _build(self, flow: Flow | AutoCdcSpec | SnapshotCdcSpec) -> tuple[Query, _FlowSetup]:
         """The flow's query, with upstream tables brought up to date on the way."""
@@ -245,6 +266,8 @@ class PipelineUpdate:
         started = self.timeline.now()
         with self.timeline.span(flow.name, "build query"):
             df, setup = self._build(flow)
+        for name in setup.not_waited_for:  # up to date before the query asks for offsets
+            self._wait_for(setup.table, name, setup.flow)
         if setup.streamed & self._reset and flow.target not in self._reset:
             # A kept table (protected, or not selected) reads a table rebuilt in this update:
             # its checkpoint names the old table, so it reads the new one from the start.
