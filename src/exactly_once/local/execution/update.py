@@ -199,13 +199,15 @@ class PipelineUpdate:
         runs, and wait for it only before its query starts.
 
         A stream's DataFrame holds no rows: the query asks the table for its offsets when it
-        starts. What building it reads of the table is its schema, which an update's appends
-        keep (they never merge schemas), and, for a query's first batch only, whether the
-        table's commits only appended (`_resolve`). So a table that exists, is not reset in this
-        update, and is read by a query past its first batch is built against early: the
-        build's work (the pipeline file's function, its plans' analysis) then overlaps the
-        upstream's instead of following it, as it did on the path from bronze to gold."""
-        return (name not in self._reset and self.warehouse.has_table(name)
+        starts. What building it reads of the table is its schema, which a streaming table's
+        update keeps (appends and MERGEs never change it; a materialized view's overwrite may),
+        and, for a query's first batch only, whether the table's commits only appended
+        (`_resolve`). So a streaming table that exists, is not reset in this update, and is
+        read by a query past its first batch is built against early: the build's work (the
+        pipeline file's function, its plans' analysis) then overlaps the upstream's instead of
+        following it, as it did on the path from bronze to gold."""
+        return (name not in self._reset and not self.graph.is_materialized_view(name)
+                and self.warehouse.has_table(name)
                 and not streams.asks_for_first_batch(self.warehouse.checkpoint_path(flow)))
 
     def _build(self, flow: Flow | AutoCdcSpec | SnapshotCdcSpec) -> tuple[Query, _FlowSetup]:
