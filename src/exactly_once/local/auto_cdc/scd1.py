@@ -67,7 +67,12 @@ from exactly_once.local.engine.materialize import computed_once, in_driver
 from exactly_once.local.storage import delta_log
 from exactly_once.local.storage.delta_log import is_delta_table
 from exactly_once.local.storage.snapshot_files import read_latest
-from exactly_once.local.storage.warehouse import AutoCdcTables, as_written, create_empty_table
+from exactly_once.local.storage.warehouse import (
+    AutoCdcTables,
+    as_written,
+    create_empty_table,
+    table_columns,
+)
 from exactly_once.table_properties import TOMBSTONE_GC_NEVER_SECONDS
 
 DELETED_AT = "__deleted_at"  # processing time a tombstone was written: its retention clock
@@ -94,14 +99,12 @@ def ensure_state_table(spark: SparkSession, spec: AutoCdcSpec, source: DataFrame
     `__tie`) to one written before them.
 
     Run before every update's batches: an existing table's columns come from its log
-    (`delta_log.column_names`), so a table that has them costs no query plan and no Delta
+    (`warehouse.table_columns`), so a table that has them costs no query plan and no Delta
     snapshot."""
     if not is_delta_table(state_path):
         create_empty_table(spark, state_path, as_written(state_schema(spec, source)))
         return
-    existing = delta_log.column_names(state_path)
-    if existing is None:  # the log cannot tell: ask Delta
-        existing = spark.read.format("delta").load(state_path).columns
+    existing = table_columns(spark, state_path)
     missing = [column for column in (DELETED_AT, TIE) if column not in existing]
     if missing:
         schema = state_schema(spec, source)

@@ -55,7 +55,12 @@ from exactly_once.local.engine.materialize import computed_once
 from exactly_once.local.storage import delta_log
 from exactly_once.local.storage.delta_log import is_delta_table
 from exactly_once.local.storage.snapshot_files import read_latest
-from exactly_once.local.storage.warehouse import AutoCdcTables, as_written, create_empty_table
+from exactly_once.local.storage.warehouse import (
+    AutoCdcTables,
+    as_written,
+    create_empty_table,
+    table_columns,
+)
 
 START_AT, END_AT = "__START_AT", "__END_AT"
 OP = "__op"
@@ -98,12 +103,9 @@ def ensure_state_table(spark: SparkSession, spec: AutoCdcSpec, source: DataFrame
     if not is_delta_table(state_path):
         create_empty_table(spark, state_path, as_written(journal_schema(spec, source)))
         return
-    existing = delta_log.column_names(state_path)
-    if existing is None:  # the log cannot tell: ask Delta
-        existing = spark.read.format("delta").load(state_path).columns
     # journal_schema's names, without planning its query
     missing = {*spec.keys, SEQUENCE, IS_DELETE, *data_columns(spec, source.columns)} \
-        - set(existing)
+        - set(table_columns(spark, state_path))
     if missing:
         raise ValueError(f"{spec.name}: the AUTO CDC state at {state_path} was not written by "
                          f"this SCD2 flow (no {sorted(missing)}); run a full refresh")

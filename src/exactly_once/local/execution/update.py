@@ -174,7 +174,9 @@ class PipelineUpdate:
             return df
         if setup is None:
             raise GraphError(f"`{name}` is read outside a flow's query")
-        if streaming and self._streamed_before_update(name, setup.flow):
+        first_batch = streaming and streams.asks_for_first_batch(
+            self.warehouse.checkpoint_path(setup.flow))
+        if streaming and not first_batch and self._streamed_before_update(name):
             setup.not_waited_for.append(name)
         else:
             self._wait_for(setup.table, name, setup.flow)
@@ -184,8 +186,7 @@ class PipelineUpdate:
         if not streaming:  # the files its log names: no rebuild of its Delta state
             return read_latest(self.spark, str(path))
         reader = self.spark.readStream.format("delta")
-        if streams.asks_for_first_batch(self.warehouse.checkpoint_path(setup.flow)) \
-                and delta_log.appends_since_creation(path):
+        if first_batch and delta_log.appends_since_creation(path):
             # A query's first batch reads the table's commits from its creation on, not a
             # snapshot of it: the same rows when every commit only appended (delta_log), and
             # Delta's snapshot costs several Spark jobs, at the query's start and again at
@@ -194,21 +195,20 @@ class PipelineUpdate:
             reader = reader.option("startingVersion", "0")
         return reader.load(str(path))
 
-    def _streamed_before_update(self, name: str, flow: str) -> bool:
-        """Whether `flow` can build its stream of table `name` while the table's own update
-        runs, and wait for it only before its query starts.
+    def _streamed_before_update(self, name: str) -> bool:
+        """Whether a query past its first batch can build its stream of table `name` while the
+        table's own update runs, and wait for it only before the query starts.
 
         A stream's DataFrame holds no rows: the query asks the table for its offsets when it
         starts. What building it reads of the table is its schema, which a streaming table's
         update keeps (appends and MERGEs never change it; a materialized view's overwrite may),
         and, for a query's first batch only, whether the table's commits only appended
-        (`_resolve`). So a streaming table that exists, is not reset in this update, and is
-        read by a query past its first batch is built against early: the build's work (the
-        pipeline file's function, its plans' analysis) then overlaps the upstream's instead of
-        following it, as it did on the path from bronze to gold."""
+        (`_resolve`). So a streaming table that exists and is not reset in this update is built
+        against early: the build's work (the pipeline file's function, its plans' analysis)
+        then overlaps the upstream's instead of following it, as it did on the path from bronze
+        to gold."""
         return (name not in self._reset and not self.graph.is_materialized_view(name)
-                and self.warehouse.has_table(name)
-                and not streams.asks_for_first_batch(self.warehouse.checkpoint_path(flow)))
+                and self.warehouse.has_table(name))
 
     def _build(self, flow: Flow | AutoCdcSpec | SnapshotCdcSpec) -> tuple[Query, _FlowSetup]:
         """The flow's query, with upstream tables brought up to date on the way."""

@@ -206,6 +206,15 @@ def create_empty_table(spark: SparkSession, path: str, schema: StructType,
     builder.execute()
 
 
+def table_columns(spark: SparkSession, path: str) -> list[str]:
+    """The columns of the Delta table at `path`: from its log (no query plan, no Delta
+    snapshot), else, when the log cannot tell, through Delta's reader."""
+    columns = delta_log.column_names(path)
+    if columns is None:
+        columns = spark.read.format("delta").load(path).columns
+    return columns
+
+
 def as_written(schema: StructType) -> StructType:
     """`schema` as writing a DataFrame of it stores it: every field, element and value
     nullable, so creating a table from it accepts what a write would have."""
