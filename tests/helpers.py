@@ -15,6 +15,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from exactly_once.config import TopicSettings
+from exactly_once.local.storage import delta_log
 from exactly_once.transforms.bronze import with_ingestion_time
 from exactly_once.transforms.silver import rule_verdicts, well_formed_events
 
@@ -93,6 +94,11 @@ def crash_after_target_commit(monkeypatch):
     finally:
         monkeypatch.setattr(commits, "merge_once", real_merge)
         monkeypatch.setattr(commits, "append_once", real_append)
+
+
+def last_operation(path) -> str:
+    """The operation of the Delta table's latest commit (WRITE, MERGE, OPTIMIZE...)."""
+    return delta_log.commit_info(path, delta_log.latest_version(path))["operation"]
 
 
 @contextmanager

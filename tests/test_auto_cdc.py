@@ -6,7 +6,13 @@ import json
 import time
 
 import pytest
-from helpers import calls_into_the_jvm, crash_after_target_commit, runs_python_worker, scan_of
+from helpers import (
+    calls_into_the_jvm,
+    crash_after_target_commit,
+    last_operation,
+    runs_python_worker,
+    scan_of,
+)
 from pyspark.sql import functions as F
 
 from exactly_once.local.auto_cdc.commits import BatchWrite
@@ -98,10 +104,6 @@ def test_several_events_of_one_key_in_a_batch_reduce_to_the_newest(tables):
 def test_ties_on_sequence_are_broken_by_the_struct_tail(tables):
     tables.apply([up("a", 1, "first", off=10), up("a", 1, "second", off=11)])
     assert tables.rows() == [("a", 1, "second")]
-
-
-def last_operation(path: str) -> str:
-    return delta_log.commit_info(path, delta_log.latest_version(path))["operation"]
 
 
 def test_a_batch_into_an_empty_target_is_appended_and_one_into_rows_merged(tables):

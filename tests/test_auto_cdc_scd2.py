@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from helpers import crash_after_target_commit, scan_of
+from helpers import crash_after_target_commit, last_operation, scan_of
 from pyspark.sql import functions as F
 
 from exactly_once.local.auto_cdc.commits import BatchWrite
@@ -14,7 +14,6 @@ from exactly_once.local.auto_cdc.scd2 import (
     versions_in_target,
 )
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
-from exactly_once.local.storage import delta_log
 from exactly_once.table_properties import TOMBSTONE_GC_NEVER_SECONDS
 
 SCHEMA = "id STRING, seq BIGINT, kind STRING, status STRING, note STRING, off BIGINT"
@@ -67,13 +66,11 @@ def test_versions_into_an_empty_target_are_appended_and_later_ones_merged(spark,
     one write; the next batch MERGEs, closing them."""
     h = History(spark, tmp_path)
     h.apply([up("a", 1, "new"), up("a", 2, "paid"), up("b", 1, "new")])
-    assert delta_log.commit_info(h.target, delta_log.latest_version(h.target))["operation"] \
-        == "WRITE"
+    assert last_operation(h.target) == "WRITE"
     assert h.rows() == [("a", "new", "", 1, 2), ("a", "paid", "", 2, None),
                         ("b", "new", "", 1, None)]
     h.apply([up("a", 3, "shipped"), delete("b", 2)])
-    assert delta_log.commit_info(h.target, delta_log.latest_version(h.target))["operation"] \
-        == "MERGE"
+    assert last_operation(h.target) == "MERGE"
     assert h.rows() == [("a", "new", "", 1, 2), ("a", "paid", "", 2, 3),
                         ("a", "shipped", "", 3, None), ("b", "new", "", 1, 2)]
 

@@ -8,7 +8,7 @@ import json
 import textwrap
 
 import pytest
-from helpers import last_execution_id, sql_plans_since
+from helpers import last_execution_id, last_operation, sql_plans_since
 from pyspark.pipelines.output import MaterializedView, StreamingTable, TemporaryView
 
 from exactly_once.errors import FlowError, GraphError
@@ -235,8 +235,7 @@ def test_an_auto_cdc_state_of_many_files_is_compacted_after_its_flow(spark, tmp_
         for i in range(3):
             (inbox / f"{i}.json").write_text(json.dumps({"id": f"k{i}", "seq": 1, "v": "x"}))
             result = PipelineUpdate(spark, graph, warehouse).run()
-            assert delta_log.commit_info(state, delta_log.latest_version(state))[
-                "operation"] == ("OPTIMIZE" if i == 2 else "WRITE")
+            assert last_operation(state) == ("OPTIMIZE" if i == 2 else "WRITE")
     finally:
         spark.conf.unset(PATHS_LISTED_IN_DRIVER)
     assert result.table_rows["latest"] == 3
