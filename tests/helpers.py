@@ -119,6 +119,37 @@ def calls_into_the_jvm(spark: SparkSession):
         client.send_command = send
 
 
+def _stages(spark: SparkSession) -> list:
+    """Spark's records of the application's stages (its status store), all events delivered."""
+    context = spark._jsparkSession.sparkContext()
+    context.listenerBus().waitUntilEmpty()
+    no_quantiles = spark.sparkContext._gateway.new_array(spark._jvm.double, 0)
+    stages = context.statusStore().stageList(None, False, False, no_quantiles, None)
+    return [stages.apply(i) for i in range(stages.size())]
+
+
+def shuffled_rows_in_stages_after(spark: SparkSession, stage_id: int) -> int:
+    """The rows the stages after `stage_id` wrote to shuffles."""
+    return sum(int(s.shuffleWriteRecords()) for s in _stages(spark) if s.stageId() > stage_id)
+
+
+def last_stage_id(spark: SparkSession) -> int:
+    return max((int(s.stageId()) for s in _stages(spark)), default=-1)
+
+
+class rows_shuffled_by_step:  # noqa: N801 - used as a recorder, like a function's result
+    """A `BatchWrite.step` recorder: the rows each named step of a batch wrote to shuffles."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        self.spark, self.rows = spark, {}
+
+    @contextmanager
+    def step(self, name: str):
+        first = last_stage_id(self.spark)
+        yield
+        self.rows[name] = self.rows.get(name, 0) + shuffled_rows_in_stages_after(self.spark, first)
+
+
 def _status_store(spark):
     """Spark's SQL status store once the listener bus has delivered every event so far: the
     store learns of an execution asynchronously, and under load it lagged behind the command

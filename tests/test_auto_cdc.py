@@ -10,11 +10,13 @@ from helpers import (
     calls_into_the_jvm,
     crash_after_target_commit,
     last_operation,
+    rows_shuffled_by_step,
     runs_python_worker,
     scan_of,
 )
 from pyspark.sql import functions as F
 
+from exactly_once.local.auto_cdc import changes
 from exactly_once.local.auto_cdc.commits import BatchWrite
 from exactly_once.local.auto_cdc.scd1 import (
     apply_scd1_batch,
@@ -56,12 +58,14 @@ class Tables:
         self.next_batch = 0
         self.attempted: set[int] = set()  # batch ids run before: running one again replays it
 
-    def apply(self, rows, batch_id=None, query="test-query", **options):
-        """`query`: the streaming query's id; another one is a new checkpoint (batch ids anew)."""
+    def apply(self, rows, batch_id=None, query="test-query", step=None, **options):
+        """`query`: the streaming query's id; another one is a new checkpoint (batch ids anew).
+        `step`: the batch's step recorder (BatchWrite.step)."""
         batch_id = self.next_batch if batch_id is None else batch_id
         self.next_batch = batch_id + 1
         batch = self.spark.createDataFrame(rows, SCHEMA)
-        write = BatchWrite(query, batch_id, replayed=batch_id in self.attempted)
+        write = BatchWrite(query, batch_id, replayed=batch_id in self.attempted,
+                           **({"step": step} if step else {}))
         self.attempted.add(batch_id)
         return apply_scd1_batch(self.spark, batch, self.spec, self.target, self.state, write,
                                 rejected_path=self.rejected, **options)
@@ -290,6 +294,24 @@ def test_a_state_table_written_before_tombstone_times_and_ties_gets_their_column
     ensure_state_table(spark, spec, source, state)
     assert delta_log.column_names(state)[-2:] == ["__deleted_at", "__tie"]
     assert spark.read.format("delta").load(state).schema == as_written(full)
+
+
+def test_a_batch_s_changes_read_only_its_own_keys_state(tables, spark, monkeypatch):
+    """The state table holds every key the flow ever applied; a batch's changes need only its
+    own keys' rows, which are kept as the state is read, before its aggregation: the rows the
+    batch's "changes" step shuffles follow the batch (3 events), not the state (300 keys). So
+    for a state of more rows than the limit (10,000; 100 here), below which the whole state
+    costs less than broadcasting the batch's keys."""
+    monkeypatch.setattr(changes, "KEYED_STATE_READ_MIN_ROWS", 100)
+    tables.apply([up(f"k{i:03d}", 1, "v") for i in range(300)])
+    shuffled = rows_shuffled_by_step(spark)
+    stats = tables.apply([up("k007", 2, "w"), up("k008", 1, "stale"), up("new", 1, "n")],
+                         step=shuffled.step)
+    assert shuffled.rows["changes"] <= 10, shuffled.rows
+    assert (stats.upserts, stats.stale) == (2, 1)
+    rows = tables.rows()
+    assert len(rows) == 301 and ("k007", 2, "w") in rows and ("k008", 1, "v") in rows \
+        and ("new", 1, "n") in rows
 
 
 def test_a_state_of_many_files_is_compacted_and_still_read_as_files(tables, spark):

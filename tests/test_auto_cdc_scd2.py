@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from helpers import crash_after_target_commit, last_operation, scan_of
+from helpers import crash_after_target_commit, last_operation, rows_shuffled_by_step, scan_of
 from pyspark.sql import functions as F
 
+from exactly_once.local.auto_cdc import changes
 from exactly_once.local.auto_cdc.commits import BatchWrite
 from exactly_once.local.auto_cdc.scd2 import (
     apply_scd2_batch,
@@ -36,11 +37,13 @@ class History:
         self.next_batch = 0
         self.attempted: set[int] = set()  # batch ids run before: running one again replays it
 
-    def apply(self, rows, batch_id=None):
+    def apply(self, rows, batch_id=None, step=None):
+        """`step`: the batch's step recorder (BatchWrite.step)."""
         batch_id = self.next_batch if batch_id is None else batch_id
         self.next_batch = batch_id + 1
         batch = self.spark.createDataFrame(rows, SCHEMA)
-        write = BatchWrite("test-query", batch_id, replayed=batch_id in self.attempted)
+        write = BatchWrite("test-query", batch_id, replayed=batch_id in self.attempted,
+                           **({"step": step} if step else {}))
         self.attempted.add(batch_id)
         return apply_scd2_batch(self.spark, batch, self.spec, self.target, self.state, write,
                                 rejected_path=self.rejected)
@@ -73,6 +76,24 @@ def test_versions_into_an_empty_target_are_appended_and_later_ones_merged(spark,
     assert last_operation(h.target) == "MERGE"
     assert h.rows() == [("a", "new", "", 1, 2), ("a", "paid", "", 2, 3),
                         ("a", "shipped", "", 3, None), ("b", "new", "", 1, 2)]
+
+
+def test_a_batch_reads_only_its_own_keys_journal_and_versions(spark, tmp_path, monkeypatch):
+    """The journal holds every event of every key; a batch needs only its own keys' events
+    (for a journal of more rows than `changes.KEYED_STATE_READ_MIN_ROWS`, 100 here), which are
+    kept as the journal is read, before it is reduced to one event per sequence and replayed,
+    and only its keys' versions of the target: the rows the batch's steps before its MERGE
+    shuffle follow the batch (3 events, 2 keys), not the journal and target (300 keys)."""
+    monkeypatch.setattr(changes, "KEYED_STATE_READ_MIN_ROWS", 100)
+    h = History(spark, tmp_path)
+    h.apply([up(f"k{i:03d}", 1, "new") for i in range(300)])
+    shuffled = rows_shuffled_by_step(spark)
+    h.apply([up("k007", 2, "paid"), up("k007", 1, "new"), up("fresh", 1, "new")],
+            step=shuffled.step)
+    assert shuffled.rows["changes"] + shuffled.rows["versions"] <= 20, shuffled.rows
+    rows = h.rows()
+    assert len(rows) == 302 and ("k007", "new", "", 1, 2) in rows \
+        and ("k007", "paid", "", 2, None) in rows and ("fresh", "new", "", 1, None) in rows
 
 
 def test_the_versions_a_batch_replaces_are_read_as_the_files_the_target_s_log_names(spark,

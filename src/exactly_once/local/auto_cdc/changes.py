@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from pyspark.sql import Column, DataFrame, Observation, Window
+from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
+from exactly_once.local.storage import delta_log
+from exactly_once.local.storage.snapshot_files import read_latest
 
 SEQUENCE = "__sequence"
 TIE = "__tie"  # breaks equal sequences: struct(deleted, content hash)
@@ -133,6 +135,36 @@ def fill_null_updates(events: DataFrame, spec: AutoCdcSpec, columns: list[str]) 
               .over(in_life).alias(c)
               if c in columns else F.col(f"`{c}`") for c in events.columns]
     return events.select(*filled).withColumn(RESET, F.col("__life") > 0).drop("__life")
+
+
+def rows_of_keys(rows: DataFrame, keys: DataFrame, spec: AutoCdcSpec) -> DataFrame:
+    """The rows of `rows` whose keys are among those of `keys`, kept as they are read: a
+    broadcast semi-join. The keys are few, at most a batch's, and a batch has no size estimate,
+    so without the hint the planner would shuffle `rows` to join them."""
+    batch_keys = keys.select(*[F.col(f"`{k}`") for k in spec.keys])
+    return rows.join(F.broadcast(batch_keys), list(spec.keys), "left_semi")
+
+
+# A state table of more rows than this is read for a batch's keys only (`state_of_keys`).
+KEYED_STATE_READ_MIN_ROWS = 10_000
+
+
+def state_of_keys(spark: SparkSession, path: str, keys: DataFrame | None,
+                  spec: AutoCdcSpec) -> DataFrame:
+    """The state table at `path` (its latest version, `read_latest`); once it holds more than
+    KEYED_STATE_READ_MIN_ROWS rows (its log's count), only the rows of the keys `keys` holds.
+
+    A state table holds every key the flow ever applied and a batch needs only its own keys'
+    rows: dropped as they are read, before any aggregation, the batch's shuffles and hashing
+    follow the batch, not the state's size. Below the limit the whole state costs less than the
+    Spark job that broadcasts the batch's keys; the rows are the same either way (BENCHMARKS.md,
+    "A batch's work follows its keys").
+    """
+    state = read_latest(spark, path)
+    rows = delta_log.row_count(path)  # None: the log cannot tell, so it may be large
+    if keys is None or (rows is not None and rows <= KEYED_STATE_READ_MIN_ROWS):
+        return state
+    return rows_of_keys(state, keys, spec)
 
 
 def merge_condition(spec: AutoCdcSpec, extra: tuple[str, ...] = ()) -> str:

@@ -57,6 +57,7 @@ from exactly_once.local.auto_cdc.changes import (
     fill_null_updates,
     merge_condition,
     observed_counts,
+    state_of_keys,
     tag_events,
     target_columns,
     tie_break,
@@ -66,7 +67,6 @@ from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.engine.materialize import computed_once, in_driver
 from exactly_once.local.storage import delta_log
 from exactly_once.local.storage.delta_log import is_delta_table
-from exactly_once.local.storage.snapshot_files import read_latest
 from exactly_once.local.storage.warehouse import (
     AutoCdcTables,
     as_written,
@@ -125,9 +125,11 @@ def latest_per_key(events: DataFrame, spec: AutoCdcSpec) -> DataFrame:
                 *[F.col(f"__row.`{c}`").alias(c) for c in others])
 
 
-def stored_state(spark: SparkSession, state_path: str, spec: AutoCdcSpec) -> DataFrame:
-    """Each key's stored state: its newest row in the state log, as STORED_* columns."""
-    state = read_latest(spark, state_path)
+def stored_state(spark: SparkSession, state_path: str, spec: AutoCdcSpec,
+                 of_keys: DataFrame | None = None) -> DataFrame:
+    """Each key's stored state: its newest row in the state log, as STORED_* columns; of the
+    keys `of_keys` holds, when given (`changes.state_of_keys`)."""
+    state = state_of_keys(spark, state_path, of_keys, spec)
     lowest_tie = F.struct(F.lit(False).alias("deleted"), F.lit("").alias("content"))
     tie = F.coalesce(F.col(TIE), lowest_tie)  # rows written before ties were stored
     last = F.max_by(F.struct(F.col(SEQUENCE).alias("s"), tie.alias("t"),
@@ -251,7 +253,10 @@ def _plan_changes(spark: SparkSession, batch: DataFrame, spec: AutoCdcSpec, stat
     observed = Observation()
     good = batch_counts_observed(tagged, observed).where(F.col(REJECT_REASON) == "") \
         .drop(REJECT_REASON)
-    stored = stored_state(spark, state_path, spec).drop(DELETED_AT)
+    # Only the batch's keys' state, but a truncate deletes every live key: it needs them all.
+    stored = stored_state(spark, state_path, spec,
+                          of_keys=batch if spec.apply_as_truncates is None else None
+                          ).drop(DELETED_AT)
     if spec.apply_as_truncates is not None:
         good = _truncates_as_deletes(good, stored, spec)
     good = good.withColumn(TIE, tie_break(columns))

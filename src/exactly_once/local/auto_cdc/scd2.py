@@ -45,6 +45,8 @@ from exactly_once.local.auto_cdc.changes import (
     fill_null_updates,
     merge_condition,
     observed_counts,
+    rows_of_keys,
+    state_of_keys,
     tag_events,
     target_columns,
     tie_break,
@@ -146,9 +148,10 @@ def _one_per_sequence(events: DataFrame, spec: AutoCdcSpec) -> DataFrame:
 
 
 def journal_events(spark: SparkSession, state_path: str, spec: AutoCdcSpec,
-                   columns: list[str]) -> DataFrame:
-    """The journal, one event per (key, sequence), with its TIE."""
-    journal = read_latest(spark, state_path)
+                   columns: list[str], of_keys: DataFrame | None = None) -> DataFrame:
+    """The journal's events (of the keys `of_keys` holds: `changes.state_of_keys`), one per
+    (key, sequence), with its TIE."""
+    journal = state_of_keys(spark, state_path, of_keys, spec)
     return _one_per_sequence(journal.withColumn(TIE, tie_break(columns)), spec)
 
 
@@ -158,8 +161,7 @@ def versions_in_target(spark: SparkSession, target_path: str, keys: DataFrame,
     may have to delete. Read as the files the target's log names (storage/snapshot_files.py), as
     the journal is: a Spark job fewer per update than Delta's scan of a target at a new version
     (BENCHMARKS.md, "SCD2's target read before its MERGE")."""
-    return read_latest(spark, target_path).join(keys, list(spec.keys), "left_semi") \
-        .select(*spec.keys, START_AT)
+    return rows_of_keys(read_latest(spark, target_path), keys, spec).select(*spec.keys, START_AT)
 
 
 def apply_scd2_batch(spark: SparkSession, batch: DataFrame, spec: AutoCdcSpec,
@@ -198,7 +200,7 @@ def _plan_fresh(spark: SparkSession, batch: DataFrame, spec: AutoCdcSpec, state_
     observed = Observation()
     good = batch_counts_observed(tagged, observed).where(F.col(REJECT_REASON) == "").select(
         *spec.keys, SEQUENCE, IS_DELETE, *columns).withColumn(TIE, tie_break(columns))
-    journal = journal_events(spark, state_path, spec, columns)
+    journal = journal_events(spark, state_path, spec, columns, of_keys=batch)
     journaled = journal.select(*spec.keys, SEQUENCE, F.col(TIE).alias("__journal_tie"))
     counts = Observation()
     fresh = _one_per_sequence(good, spec).join(journaled, [*spec.keys, SEQUENCE], "left") \
