@@ -156,9 +156,9 @@ def state_of_keys(spark: SparkSession, path: str, keys: DataFrame | None,
 
     A state table holds every key the flow ever applied and a batch needs only its own keys'
     rows: dropped as they are read, before any aggregation, the batch's shuffles and hashing
-    follow the batch, not the state's size. Below the limit the whole state costs less than the
-    Spark job that broadcasts the batch's keys; the rows are the same either way (BENCHMARKS.md,
-    "A batch's work follows its keys").
+    follow the batch, not the state's size. Below the limit the whole state measured no slower
+    than the Spark job that broadcasts the batch's keys; the rows are the same either way
+    (BENCHMARKS.md, "A batch's work follows its keys").
     """
     state = read_latest(spark, path)
     rows = delta_log.row_count(path)  # None: the log cannot tell, so it may be large
