@@ -137,7 +137,7 @@ def last_stage_id(spark: SparkSession) -> int:
     return max((int(s.stageId()) for s in _stages(spark)), default=-1)
 
 
-class rows_shuffled_by_step:  # noqa: N801 - used as a recorder, like a function's result
+class ShuffledRowsByStep:
     """A `BatchWrite.step` recorder: the rows each named step of a batch wrote to shuffles."""
 
     def __init__(self, spark: SparkSession) -> None:

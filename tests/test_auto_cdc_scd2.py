@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from helpers import crash_after_target_commit, last_operation, rows_shuffled_by_step, scan_of
+from helpers import ShuffledRowsByStep, crash_after_target_commit, last_operation, scan_of
 from pyspark.sql import functions as F
 
 from exactly_once.local.auto_cdc import changes
@@ -87,7 +87,7 @@ def test_a_batch_reads_only_its_own_keys_journal_and_versions(spark, tmp_path, m
     monkeypatch.setattr(changes, "KEYED_STATE_READ_MIN_ROWS", 100)
     h = History(spark, tmp_path)
     h.apply([up(f"k{i:03d}", 1, "new") for i in range(300)])
-    shuffled = rows_shuffled_by_step(spark)
+    shuffled = ShuffledRowsByStep(spark)
     h.apply([up("k007", 2, "paid"), up("k007", 1, "new"), up("fresh", 1, "new")],
             step=shuffled.step)
     assert shuffled.rows["changes"] + shuffled.rows["versions"] <= 20, shuffled.rows
