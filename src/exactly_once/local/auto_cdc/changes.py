@@ -161,8 +161,10 @@ def state_of_keys(spark: SparkSession, path: str, keys: DataFrame | None,
     (BENCHMARKS.md, "A batch's work follows its keys").
     """
     state = read_latest(spark, path)
+    if keys is None:
+        return state
     rows = delta_log.row_count(path)  # None: the log cannot tell, so it may be large
-    if keys is None or (rows is not None and rows <= KEYED_STATE_READ_MIN_ROWS):
+    if rows is not None and rows <= KEYED_STATE_READ_MIN_ROWS:
         return state
     return rows_of_keys(state, keys, spec)
 

@@ -217,7 +217,7 @@ def _apply(spark: SparkSession, spec: AutoCdcSpec, write: BatchWrite,
     """Rewrite the versions of the keys `fresh` touches; whether the target write committed."""
     affected = fresh.select(*spec.keys).distinct()
     # An event that won a tie against a journal event replaces it: same (key, sequence).
-    kept = journal.drop(TIE).join(affected, list(spec.keys), "left_semi") \
+    kept = rows_of_keys(journal.drop(TIE), affected, spec) \
         .join(fresh.select(*spec.keys, SEQUENCE), [*spec.keys, SEQUENCE], "left_anti")
     history = kept.unionByName(fresh.drop(TIE))
     versions = versions_of(history, spec, columns, tracked, order)
