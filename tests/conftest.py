@@ -25,8 +25,7 @@ os.environ["EXACTLY_ONCE_ENGINE"] = "off"
 def spark(tmp_path_factory):
     from exactly_once.local.engine.session import build_session
 
-    session = build_session(tmp_path_factory.mktemp("spark-warehouse"), app_name="tests",
-                            shuffle_partitions=2)
+    session = build_session(tmp_path_factory.mktemp("spark-warehouse"), app_name="tests")
     yield session
     session.stop()
 

@@ -76,7 +76,7 @@ def keep_resident(spark: SparkSession) -> None:
 
 
 def build_session(warehouse: Path | str, app_name: str = "exactly-once",
-                  shuffle_partitions: int = 4, extra_conf: dict[str, str] | None = None,
+                  shuffle_partitions: int = 2, extra_conf: dict[str, str] | None = None,
                   log_level: str = "ERROR", jvm_log: Path | None = None,
                   deployment: Deployment | None = None) -> SparkSession:
     """The session; `jvm_log`: where the JVM's own stderr goes (its start-up notes, anything it
@@ -100,6 +100,10 @@ def build_session(warehouse: Path | str, app_name: str = "exactly-once",
         .config("spark.sql.warehouse.dir", str(warehouse if isinstance(warehouse, str)
                                                else warehouse.resolve()))
         .config("spark.sql.session.timeZone", "UTC")
+        # As many as `local[2]`'s task slots. A stateful operator (silver's dedup) keeps a
+        # RocksDB store per partition, loaded and closed by every update of its query, and a
+        # new checkpoint keeps the number it started with: 4 cost a warm update about 4% more
+        # (BENCHMARKS.md, "Two shuffle partitions").
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
         # Bounded, on-disk streaming state, as on Databricks (RocksDB, with changelog
         # checkpointing: each commit writes the changed keys, not a snapshot of the store;
