@@ -101,9 +101,9 @@ def build_session(warehouse: Path | str, app_name: str = "exactly-once",
                                                else warehouse.resolve()))
         .config("spark.sql.session.timeZone", "UTC")
         # As many as `local[2]`'s task slots. A stateful operator (silver's dedup) keeps a
-        # RocksDB store per partition, loaded and closed by every update of its query, and a
-        # new checkpoint keeps the number it started with: 4 cost a warm update about 4% more
-        # (BENCHMARKS.md, "Two shuffle partitions").
+        # RocksDB store per partition, loaded and closed by every update of its query: 4 cost
+        # a warm update about 4% more (BENCHMARKS.md, "Two shuffle partitions"). A checkpoint
+        # keeps the number it was started with, so a warehouse made before keeps its 4.
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
         # Bounded, on-disk streaming state, as on Databricks (RocksDB, with changelog
         # checkpointing: each commit writes the changed keys, not a snapshot of the store;
