@@ -119,12 +119,20 @@ def calls_into_the_jvm(spark: SparkSession):
         client.send_command = send
 
 
-def _stages(spark: SparkSession) -> list:
-    """Spark's records of the application's stages (its status store), all events delivered."""
+def _events_delivered(spark: SparkSession):
+    """The session's JVM SparkContext once its listener bus has delivered every event so far:
+    Spark's status stores learn of jobs and executions asynchronously, and under load they
+    lagged behind the command that had just run (a plan list found empty)."""
     context = spark._jsparkSession.sparkContext()
     context.listenerBus().waitUntilEmpty()
+    return context
+
+
+def _stages(spark: SparkSession) -> list:
+    """Spark's records of the application's stages (its status store), all events delivered."""
     no_quantiles = spark.sparkContext._gateway.new_array(spark._jvm.double, 0)
-    stages = context.statusStore().stageList(None, False, False, no_quantiles, None)
+    stages = _events_delivered(spark).statusStore().stageList(None, False, False,
+                                                               no_quantiles, None)
     return [stages.apply(i) for i in range(stages.size())]
 
 
@@ -151,10 +159,8 @@ class ShuffledRowsByStep:
 
 
 def _status_store(spark):
-    """Spark's SQL status store once the listener bus has delivered every event so far: the
-    store learns of an execution asynchronously, and under load it lagged behind the command
-    that had just run (a plan list found empty)."""
-    spark._jsparkSession.sparkContext().listenerBus().waitUntilEmpty()
+    """Spark's SQL status store, all events delivered (`_events_delivered`)."""
+    _events_delivered(spark)
     return spark._jsparkSession.sharedState().statusStore()
 
 
