@@ -121,9 +121,10 @@ clean:
 # is not reachable either, so the module's checksum is pinned below and compared instead; its
 # dependencies are verified against the module's own go.sum by `go build`.
 # The module and build caches are Go's own (`go env GOMODCACHE GOCACHE`, under the user's home),
-# shared by every checkout as pip's is: the two programs are 350 s of CPU to compile from an
-# empty cache, a few seconds from a warm one. Built without inlining (`-l`): about 0.8 of the
-# compile time, for programs that spend theirs waiting on a network (BENCHMARKS.md, "Set-up").
+# shared by every checkout as pip's is: in the clone they cost each new clone 350 s of CPU to
+# download and compile both programs; from Go's caches it is seconds. Built without inlining
+# (`-l`): about 0.8 of the compile time from an empty cache, for about 1.2x the CPU per request
+# of programs that mostly wait on a socket (BENCHMARKS.md, "A new clone's set-up").
 DATABRICKS_CLI_VERSION := v0.298.0
 DATABRICKS_CLI_SUM     := h1:gflUpHsNaM0rh/5uCVlwWMp4vdrEdQMDcsW3OwVZ6iY=
 GO_CACHE   := $(CURDIR)/.cache/go
