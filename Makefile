@@ -128,7 +128,11 @@ clean:
 DATABRICKS_CLI_VERSION := v0.298.0
 DATABRICKS_CLI_SUM     := h1:gflUpHsNaM0rh/5uCVlwWMp4vdrEdQMDcsW3OwVZ6iY=
 GO_CACHE   := $(CURDIR)/.cache/go
-GO_ENV     := GOTOOLCHAIN=local GOFLAGS=-buildvcs=false GONOSUMDB=github.com/databricks/cli
+# Go's caches if it has a home to keep them in (it has none without $$HOME), else the clone's.
+GO_HOME_CACHES = $(shell c=$$(go env GOCACHE) m=$$(go env GOMODCACHE) && [ "$$c" != off ] && \
+                   [ -n "$$m" ] && mkdir -p "$$c" "$$m" 2>/dev/null && echo yes)
+GO_ENV     = $(if $(GO_HOME_CACHES),,GOMODCACHE=$(GO_CACHE)/mod GOCACHE=$(GO_CACHE)/build) \
+             GOTOOLCHAIN=local GOFLAGS=-buildvcs=false GONOSUMDB=github.com/databricks/cli
 GO_BUILD   := go build -trimpath -gcflags=all=-l
 DATABRICKS := $(GO_CACHE)/bin/databricks
 DBX_VENV   := .venv-dbx
