@@ -128,12 +128,19 @@ clean:
 DATABRICKS_CLI_VERSION := v0.298.0
 DATABRICKS_CLI_SUM     := h1:gflUpHsNaM0rh/5uCVlwWMp4vdrEdQMDcsW3OwVZ6iY=
 GO_CACHE   := $(CURDIR)/.cache/go
-# Go's caches if it has a home to keep them in (it has none without $$HOME), else the clone's.
+# Go's caches if it has a home to keep them in (it has none without $HOME), else the clone's.
 GO_HOME_CACHES = $(shell c=$$(go env GOCACHE) m=$$(go env GOMODCACHE) && [ "$$c" != off ] && \
                    [ -n "$$m" ] && mkdir -p "$$c" "$$m" 2>/dev/null && echo yes)
 GO_ENV     = $(if $(GO_HOME_CACHES),,GOMODCACHE=$(GO_CACHE)/mod GOCACHE=$(GO_CACHE)/build) \
-             GOTOOLCHAIN=local GOFLAGS=-buildvcs=false GONOSUMDB=github.com/databricks/cli
+             GOTOOLCHAIN=local GOFLAGS=-buildvcs=false \
+             GONOSUMDB=github.com/databricks/cli,github.com/versity/versitygw
 GO_BUILD   := go build -trimpath -gcflags=all=-l
+# $(call go_module,MODULE,VERSION,SUM): download the module, compare its checksum with the pinned
+# one, then cd into its source (shell, for a recipe line to continue with `&&`).
+go_module = module=$$(env $(GO_ENV) go mod download -json $(1)@$(2)) && \
+  sum=$$(echo "$$module" | $(PYTHON) -c 'import json, sys; print(json.load(sys.stdin)["Sum"])') && \
+  { test "$$sum" = "$(3)" || { echo "$(1) $(2): checksum $$sum, expected $(3)"; exit 1; }; } && \
+  cd "$$(echo "$$module" | $(PYTHON) -c 'import json, sys; print(json.load(sys.stdin)["Dir"])')"
 DATABRICKS := $(GO_CACHE)/bin/databricks
 DBX_VENV   := .venv-dbx
 
@@ -141,11 +148,7 @@ DBX_VENV   := .venv-dbx
 databricks-cli: $(GO_CACHE)/bin/.databricks-$(DATABRICKS_CLI_VERSION)
 $(GO_CACHE)/bin/.databricks-$(DATABRICKS_CLI_VERSION):
 	@mkdir -p $(GO_CACHE)/bin
-	module=$$(env $(GO_ENV) go mod download -json github.com/databricks/cli@$(DATABRICKS_CLI_VERSION)) && \
-	  sum=$$(echo "$$module" | $(PYTHON) -c 'import json, sys; print(json.load(sys.stdin)["Sum"])') && \
-	  { test "$$sum" = "$(DATABRICKS_CLI_SUM)" || \
-	    { echo "databricks/cli $(DATABRICKS_CLI_VERSION): checksum $$sum, expected $(DATABRICKS_CLI_SUM)"; exit 1; }; } && \
-	  cd "$$(echo "$$module" | $(PYTHON) -c 'import json, sys; print(json.load(sys.stdin)["Dir"])')" && \
+	$(call go_module,github.com/databricks/cli,$(DATABRICKS_CLI_VERSION),$(DATABRICKS_CLI_SUM)) && \
 	  env $(GO_ENV) $(GO_BUILD) \
 	    -ldflags "-X github.com/databricks/cli/internal/build.buildVersion=$(DATABRICKS_CLI_VERSION:v%=%)" \
 	    -o $(DATABRICKS) .
@@ -159,14 +162,8 @@ VERSITYGW_SUM     := h1:au+wI+aybno/STsQiSm35Uu6Q6iK5MWReQxgO6SEMFc=
 s3-server: $(GO_CACHE)/bin/.versitygw-$(VERSITYGW_VERSION)
 $(GO_CACHE)/bin/.versitygw-$(VERSITYGW_VERSION):
 	@mkdir -p $(GO_CACHE)/bin
-	module=$$(env $(GO_ENV),github.com/versity/versitygw go mod download -json \
-	    github.com/versity/versitygw@$(VERSITYGW_VERSION)) && \
-	  sum=$$(echo "$$module" | $(PYTHON) -c 'import json, sys; print(json.load(sys.stdin)["Sum"])') && \
-	  { test "$$sum" = "$(VERSITYGW_SUM)" || \
-	    { echo "versitygw $(VERSITYGW_VERSION): checksum $$sum, expected $(VERSITYGW_SUM)"; exit 1; }; } && \
-	  cd "$$(echo "$$module" | $(PYTHON) -c 'import json, sys; print(json.load(sys.stdin)["Dir"])')" && \
-	  env $(GO_ENV),github.com/versity/versitygw $(GO_BUILD) -o $(GO_CACHE)/bin/versitygw \
-	    ./cmd/versitygw
+	$(call go_module,github.com/versity/versitygw,$(VERSITYGW_VERSION),$(VERSITYGW_SUM)) && \
+	  env $(GO_ENV) $(GO_BUILD) -o $(GO_CACHE)/bin/versitygw ./cmd/versitygw
 	$(GO_CACHE)/bin/versitygw --version
 	touch $@
 
