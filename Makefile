@@ -136,8 +136,10 @@ GO_ENV     = $(if $(GO_HOME_CACHES),,GOMODCACHE=$(GO_CACHE)/mod GOCACHE=$(GO_CAC
              GONOSUMDB=github.com/databricks/cli,github.com/versity/versitygw
 GO_BUILD   := go build -trimpath -gcflags=all=-l
 # $(call go_module,MODULE,VERSION,SUM): download the module, compare its checksum with the pinned
-# one, then cd into its source (shell, for a recipe line to continue with `&&`).
-go_module = module=$$(env $(GO_ENV) go mod download -json $(1)@$(2)) && \
+# one, then cd into its source (shell, for a recipe line to continue with `&&`). `go mod download
+# -json` reports a failed download in its JSON, on stdout: shown as it is.
+go_module = { module=$$(env $(GO_ENV) go mod download -json $(1)@$(2)) || \
+                { echo "$$module" >&2; exit 1; }; } && \
   sum=$$(echo "$$module" | $(PYTHON) -c 'import json, sys; print(json.load(sys.stdin)["Sum"])') && \
   { test "$$sum" = "$(3)" || { echo "$(1) $(2): checksum $$sum, expected $(3)"; exit 1; }; } && \
   cd "$$(echo "$$module" | $(PYTHON) -c 'import json, sys; print(json.load(sys.stdin)["Dir"])')"
