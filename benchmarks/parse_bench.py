@@ -26,10 +26,10 @@ from types import ModuleType
 
 from _common import REPO, commit, stream_records
 
-from exactly_once.config import load_settings
 from exactly_once.kafka.kcat import write_kcat_jsonl
 from exactly_once.local.engine import update_settings
 from exactly_once.local.engine.session import build_session
+from exactly_once.settings.pipeline import load_settings
 from exactly_once.transforms import silver
 from exactly_once.transforms.bronze import read_kcat_file, with_ingestion_time
 

@@ -48,12 +48,12 @@ from pathlib import Path
 from _common import REPO, Feed, commit, du, mib, stream_records
 from pyspark.sql import SparkSession
 
-from exactly_once.config import Settings, load_settings
 from exactly_once.kafka.generator import GeneratorConfig, generate_stream
 from exactly_once.kafka.kcat import as_consumed, write_kcat_jsonl
 from exactly_once.local.engine.session import build_session
 from exactly_once.local.execution.pipeline import run_pipeline
 from exactly_once.local.observe.progress import UpdateResult
+from exactly_once.settings.pipeline import Settings, load_settings
 from exactly_once.transforms.bronze import read_kcat_file
 
 PARTS = ("small", "raw", "pipeline", "growth", "state")

@@ -22,12 +22,12 @@ from pathlib import Path
 
 from _common import commit, stream_records
 
-from exactly_once.config import load_settings
 from exactly_once.kafka.kcat import write_kcat_jsonl
 from exactly_once.local.engine.session import build_session
 from exactly_once.local.execution.pipeline import run_pipeline
 from exactly_once.local.observe.timeline import Timeline
 from exactly_once.paths import PIPELINES_DIR
+from exactly_once.settings.pipeline import load_settings
 
 FLOW = "players_history"
 

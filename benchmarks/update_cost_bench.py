@@ -147,7 +147,7 @@ class Driver:
         started, its result."""
         from dataclasses import replace
 
-        from exactly_once.config import load_settings
+        from exactly_once.settings.pipeline import load_settings
 
         settings = replace(load_settings("local"), source=source)
         recording = self.jvm_processes.ProcessRecording(self.spark).start()

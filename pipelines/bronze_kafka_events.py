@@ -2,7 +2,7 @@
 
 from pyspark import pipelines as dp
 
-from exactly_once.config import pipeline_settings
+from exactly_once.settings.pipeline import pipeline_settings
 from exactly_once.table_properties import KEPT_THROUGH_FULL_REFRESH
 from exactly_once.transforms.bronze import raw_kafka_records
 

@@ -7,7 +7,7 @@ ignores it (it is never newer than what it repeats).
 from pyspark import pipelines as dp
 from pyspark.sql import functions as F
 
-from exactly_once.config import pipeline_settings
+from exactly_once.settings.pipeline import pipeline_settings
 from exactly_once.table_properties import TOMBSTONES_KEPT
 from exactly_once.transforms.silver import LINEAGE
 

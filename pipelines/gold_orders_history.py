@@ -9,7 +9,7 @@ events land where their sequence puts them in the history.
 from pyspark import pipelines as dp
 from pyspark.sql import functions as F
 
-from exactly_once.config import pipeline_settings
+from exactly_once.settings.pipeline import pipeline_settings
 from exactly_once.table_properties import TOMBSTONES_KEPT
 from exactly_once.transforms.silver import LINEAGE
 

@@ -11,7 +11,7 @@ it, so the table is the same whichever copy came first.
 from pyspark import pipelines as dp
 from pyspark.sql import functions as F
 
-from exactly_once.config import pipeline_settings
+from exactly_once.settings.pipeline import pipeline_settings
 from exactly_once.table_properties import INCREMENTAL_VIEW_SOURCE, KEPT_THROUGH_FULL_REFRESH
 from exactly_once.transforms.gold import in_time_grants
 from exactly_once.transforms.silver import ARRIVED_LATE, LINEAGE

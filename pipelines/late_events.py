@@ -8,7 +8,7 @@ late: that delivery is a delete here, and it wins over every late one, whatever 
 from pyspark import pipelines as dp
 from pyspark.sql import functions as F
 
-from exactly_once.config import pipeline_settings
+from exactly_once.settings.pipeline import pipeline_settings
 from exactly_once.table_properties import KEPT_THROUGH_FULL_REFRESH, TOMBSTONES_KEPT
 from exactly_once.transforms.gold import LATE_EVENT_SEQUENCE, late_event_changes
 

@@ -7,7 +7,7 @@ with the verdict next to each record and the two sides read from it.
 
 from pyspark import pipelines as dp
 
-from exactly_once.config import pipeline_settings
+from exactly_once.settings.pipeline import pipeline_settings
 from exactly_once.transforms.silver import parse_events
 
 topic = pipeline_settings(spark).topic("player_rewards")

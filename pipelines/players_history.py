@@ -12,8 +12,8 @@ runs: the table is a pure function of the export files, whenever and however oft
 
 from pyspark import pipelines as dp
 
-from exactly_once.config import pipeline_settings
 from exactly_once.exports.files import next_export, read_export
+from exactly_once.settings.pipeline import pipeline_settings
 
 players = pipeline_settings(spark).export("players")
 

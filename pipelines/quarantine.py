@@ -2,7 +2,7 @@
 
 from pyspark import pipelines as dp
 
-from exactly_once.config import pipeline_settings
+from exactly_once.settings.pipeline import pipeline_settings
 from exactly_once.transforms.silver import quarantined_records
 
 settings = pipeline_settings(spark)

@@ -8,7 +8,7 @@ that are not well-formed (bad JSON, wrong types) never reach the rules: they go 
 
 from pyspark import pipelines as dp
 
-from exactly_once.config import pipeline_settings
+from exactly_once.settings.pipeline import pipeline_settings
 from exactly_once.transforms.silver import rule_verdicts, silver_events, well_formed_events
 
 orders = pipeline_settings(spark).topic("orders")

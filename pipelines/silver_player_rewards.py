@@ -11,7 +11,7 @@ reach the rules: they go to quarantine only.
 
 from pyspark import pipelines as dp
 
-from exactly_once.config import pipeline_settings
+from exactly_once.settings.pipeline import pipeline_settings
 from exactly_once.transforms.silver import rule_verdicts, silver_events, well_formed_events
 
 rewards = pipeline_settings(spark).topic("player_rewards")

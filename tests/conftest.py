@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from exactly_once.config import Settings, load_settings
+from exactly_once.settings.pipeline import Settings, load_settings
 
 # Registered once for the whole run, so each session fixture in them is set up once: a test module
 # that imported a fixture by name would get a definition (and a setup) of its own.

@@ -14,8 +14,8 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from exactly_once.config import TopicSettings
 from exactly_once.local.storage import delta_log
+from exactly_once.settings.pipeline import TopicSettings
 from exactly_once.transforms.bronze import with_ingestion_time
 from exactly_once.transforms.silver import rule_verdicts, well_formed_events
 

@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from exactly_once.config import Settings, load_quality, load_settings
 from exactly_once.kafka.generator import GeneratorConfig, generate_stream
 from exactly_once.kafka.kcat import write_kcat_jsonl
 from exactly_once.local.execution.pipeline import run_pipeline
 from exactly_once.local.observe.progress import UpdateResult
+from exactly_once.settings.pipeline import Settings, load_settings
+from exactly_once.settings.quality import load_quality
 
 
 @dataclass

@@ -10,10 +10,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from exactly_once.config import load_settings
 from exactly_once.kafka.kcat import KafkaRecord, write_kcat_jsonl
 from exactly_once.local.execution.pipeline import run_pipeline
 from exactly_once.paths import PIPELINES_DIR
+from exactly_once.settings.pipeline import load_settings
 
 SILVER_FILES = ["bronze_kafka_events.py", "parsed_orders.py", "parsed_player_rewards.py",
                 "silver_orders.py", "silver_player_rewards.py", "quarantine.py"]

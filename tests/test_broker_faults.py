@@ -28,12 +28,12 @@ from test_cli_errors import covers, in_process_error_line, only_error_line
 from test_end_to_end import assert_tables_match, consume_all
 
 from exactly_once import cli as cli_module
-from exactly_once.config import load_settings
 from exactly_once.errors import DataLossError, SourceUnavailableError
 from exactly_once.kafka import broker
 from exactly_once.kafka.kcat import KafkaRecord
 from exactly_once.kafka.producer import produce_records
 from exactly_once.local.execution.pipeline import run_pipeline
+from exactly_once.settings.pipeline import load_settings
 
 pytestmark = pytest.mark.kafka
 

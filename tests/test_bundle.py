@@ -21,11 +21,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from exactly_once.config import load_settings
 from exactly_once.deploy import bundle_resource
 from exactly_once.deploy.dbx_deployment import DBX_DEPLOYMENT
 from exactly_once.deploy.targets import DEPLOY_TARGETS, quality_parameters
 from exactly_once.paths import PIPELINES_DIR, PROJECT_ROOT, pipeline_files
+from exactly_once.settings.pipeline import load_settings
 
 CLI = PROJECT_ROOT / ".cache" / "go" / "bin" / "databricks"
 TARGETS = list(DEPLOY_TARGETS)

@@ -25,7 +25,6 @@ from crash_points import write_tiny_dump
 from test_end_to_end import START, assert_tables_match, consume_all, generate, gold, own_topics
 
 from exactly_once.cli import main
-from exactly_once.config import ObjectStoreSettings
 from exactly_once.errors import ObjectStoreError
 from exactly_once.kafka.producer import produce_records
 from exactly_once.local.auto_cdc import snapshot_versions
@@ -35,6 +34,7 @@ from exactly_once.local.execution.pipeline import run_pipeline
 from exactly_once.local.storage import files
 from exactly_once.local.storage.lock import WarehouseLock
 from exactly_once.local.storage.s3_server import S3Server
+from exactly_once.settings.engine import ObjectStoreSettings
 
 pytestmark = pytest.mark.kafka
 
@@ -139,7 +139,7 @@ ROWS_OUTLIVE_A_WORKER = """
 import sys, time
 from pathlib import Path
 from pyspark.sql import functions as F
-from exactly_once.config import load_engine
+from exactly_once.settings.engine import load_engine
 from exactly_once.local.engine import cluster
 from exactly_once.local.engine.deployment import deployment
 from exactly_once.local.engine.materialize import computed_once

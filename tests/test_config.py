@@ -2,14 +2,9 @@ from pathlib import Path
 
 import pytest
 
-from exactly_once.config import (
-    Settings,
-    TableQuality,
-    load_quality,
-    load_settings,
-    setting_overrides,
-)
 from exactly_once.errors import SettingsError
+from exactly_once.settings.pipeline import Settings, load_settings, setting_overrides
+from exactly_once.settings.quality import TableQuality, load_quality
 
 
 def test_local_settings_round_trip_through_spark_conf_keys():

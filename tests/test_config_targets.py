@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from exactly_once.config import Settings, load_settings
 from exactly_once.errors import SettingsError
 from exactly_once.kafka.security import (
     PASSWORD_ENV,
@@ -12,6 +11,7 @@ from exactly_once.kafka.security import (
     kafka_security_options,
     login_module,
 )
+from exactly_once.settings.pipeline import Settings, load_settings
 
 TARGETS = ["local", "dev", "prod"]
 

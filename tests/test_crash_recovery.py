@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 from crash_points import contents, write_tiny_dump
 
-from exactly_once.config import load_settings
 from exactly_once.local.execution.pipeline import run_pipeline
 from exactly_once.local.storage.delta_log import log_dir
 from exactly_once.local.storage.warehouse import Warehouse
+from exactly_once.settings.pipeline import load_settings
 
 
 def settings_for(dump: Path):

@@ -47,12 +47,12 @@ from crash_points import (
     write_tiny_dump,
 )
 
-from exactly_once.config import load_settings
 from exactly_once.local.execution.pipeline import run_pipeline
 from exactly_once.local.graph.loader import load_graph
 from exactly_once.local.graph.registry import PipelineGraph
 from exactly_once.local.storage.warehouse import Warehouse
 from exactly_once.paths import PIPELINES_DIR, pipeline_files
+from exactly_once.settings.pipeline import load_settings
 
 RUN_TIMEOUT = 600  # seconds a killed run may take to reach its point
 POLL = 0.02  # how often the killer looks for the point's file

@@ -11,10 +11,10 @@ import pydantic
 import pytest
 import yaml
 
-from exactly_once.config import load_settings
 from exactly_once.deploy import dbx_deployment
 from exactly_once.deploy.targets import DEPLOY_TARGETS, quality_parameters
 from exactly_once.paths import PIPELINES_DIR, PROJECT_ROOT, pipeline_files
+from exactly_once.settings.pipeline import load_settings
 
 DBX_VENV = PROJECT_ROOT / ".venv-dbx"
 DBX = DBX_VENV / "bin" / "dbx"

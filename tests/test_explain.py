@@ -32,7 +32,6 @@ from reference_deliveries import (
 )
 
 from exactly_once import cli
-from exactly_once.config import load_settings
 from exactly_once.kafka.generator import GeneratorConfig, generate_stream
 from exactly_once.kafka.kcat import KafkaRecord, write_kcat_jsonl
 from exactly_once.local.execution.pipeline import run_pipeline
@@ -47,6 +46,7 @@ from exactly_once.local.observe.explain import (
 )
 from exactly_once.local.observe.explain_reads import GOLD, CurrentStateGold, LedgerGold
 from exactly_once.local.observe.explain_text import as_dict, plain
+from exactly_once.settings.pipeline import load_settings
 
 ORDERS, REWARDS = "orders", "player-rewards"
 ERROR = "exactly-once: error: "

@@ -10,10 +10,11 @@ import time
 
 import pytest
 
-from exactly_once.config import load_settings, resolve_source
+from exactly_once.cli.common import resolve_source
 from exactly_once.errors import SettingsError
 from exactly_once.kafka.kcat import KafkaRecord, kcat_dump_files, write_kcat_jsonl
 from exactly_once.local.execution.pipeline import run_pipeline
+from exactly_once.settings.pipeline import load_settings
 
 BRONZE = "bronze_kafka_events"
 

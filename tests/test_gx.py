@@ -7,8 +7,8 @@ import shutil
 from pyspark.sql import functions as F
 
 from exactly_once import cli
-from exactly_once.config import load_quality
 from exactly_once.quality.gx_suites import applicable_rules, build_suite
+from exactly_once.settings.quality import load_quality
 
 
 def test_suites_come_from_conf(spark, quality_run):

@@ -26,11 +26,11 @@ from helpers import order, reward
 from pyspark.sql import functions as F
 
 from exactly_once import cli
-from exactly_once.config import load_settings
 from exactly_once.kafka.kcat import KafkaRecord, write_kcat_jsonl
 from exactly_once.local.auto_cdc.scd1 import DELETED_AT
 from exactly_once.local.execution.pipeline import run_pipeline
 from exactly_once.local.observe.progress import UpdateResult
+from exactly_once.settings.pipeline import load_settings
 
 NOW = datetime.now(timezone.utc).replace(microsecond=0)
 DAY = timedelta(days=1)

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from exactly_once import cli
-from exactly_once.config import load_settings
 from exactly_once.exports.files import dated_exports, next_export
 from exactly_once.exports.players import (
     COLUMNS,
@@ -18,6 +17,7 @@ from exactly_once.exports.players import (
     write_player_exports,
 )
 from exactly_once.paths import PROJECT_ROOT
+from exactly_once.settings.pipeline import load_settings
 
 SAMPLE = PROJECT_ROOT / "data" / "exports" / "players"
 

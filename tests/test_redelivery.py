@@ -13,9 +13,9 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from helpers import order, reward
 
-from exactly_once.config import load_settings
 from exactly_once.kafka.kcat import KafkaRecord, write_kcat_jsonl
 from exactly_once.local.execution.pipeline import run_pipeline
+from exactly_once.settings.pipeline import load_settings
 
 NOW = datetime.now(timezone.utc)
 

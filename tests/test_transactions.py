@@ -32,10 +32,10 @@ from reference import (
     xp_totals,
 )
 
-from exactly_once.config import load_settings
 from exactly_once.kafka.broker import client_config, ensure_topics
 from exactly_once.local.execution.pipeline import run_pipeline
 from exactly_once.local.storage.warehouse import Warehouse
+from exactly_once.settings.pipeline import load_settings
 
 pytestmark = pytest.mark.kafka
 

@@ -6,8 +6,8 @@ import argparse
 from pathlib import Path
 
 from exactly_once.cli import common
-from exactly_once.config import load_settings
 from exactly_once.paths import BROKER_DIR
+from exactly_once.settings.pipeline import load_settings
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

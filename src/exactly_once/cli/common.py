@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import glob
+import os
 import sys
 import tempfile
 from collections.abc import Callable
@@ -11,17 +13,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from exactly_once.config import (
-    EngineSettings,
+from exactly_once.errors import CliError, SettingsError
+from exactly_once.kafka.kcat import kcat_dump_files
+from exactly_once.paths import DEFAULT_WAREHOUSE, PIPELINES_DIR, SPARK_LOG, pipeline_files
+from exactly_once.settings.engine import EngineSettings, load_engine
+from exactly_once.settings.pipeline import (
+    FILE_SOURCE,
     Settings,
     check_source,
-    load_engine,
     load_settings,
-    resolve_source,
     setting_overrides,
 )
-from exactly_once.errors import CliError, SettingsError
-from exactly_once.paths import DEFAULT_WAREHOUSE, PIPELINES_DIR, SPARK_LOG, pipeline_files
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -191,3 +193,18 @@ def source(text: str) -> str:
         return check_source(text)
     except SettingsError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def resolve_source(source: str) -> str:
+    """The source as a local update reads it, checked now: a `file:` path is made absolute and
+    must name at least one kcat dump, as Spark would read a path that names none as an empty
+    stream without a word. Pipeline code (`Settings.from_conf`) checks only the form: the dumps
+    may arrive after the settings are made."""
+    if not check_source(source).startswith(FILE_SOURCE):
+        return source
+    path = os.path.abspath(source.removeprefix(FILE_SOURCE))
+    if not glob.has_magic(path) and not os.path.exists(path):
+        raise SettingsError(f"no such file or directory: {path}")
+    if not kcat_dump_files(path):
+        raise SettingsError(f"no kcat dump matches {path}")
+    return FILE_SOURCE + path

@@ -54,8 +54,8 @@ def _session(args: argparse.Namespace):
 
 
 def handle_validate(args: argparse.Namespace) -> int:
-    from exactly_once.config import load_quality
     from exactly_once.quality.validate import catalog_reader, validate, warehouse_reader
+    from exactly_once.settings.quality import load_quality
 
     settings = common.settings_of(args)
     quality = load_quality(args.target)

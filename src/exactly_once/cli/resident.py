@@ -153,7 +153,7 @@ def serves(args: argparse.Namespace, home: Path = ENGINE_DIR) -> bool:
         return False
     if str(getattr(args, "warehouse", "") or "").startswith("s3a://"):
         return False
-    from exactly_once.config import load_engine
+    from exactly_once.settings.engine import load_engine
 
     if not load_engine(args.target).master.startswith("local"):
         return False

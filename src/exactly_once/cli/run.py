@@ -9,7 +9,6 @@ import dataclasses
 from pathlib import Path
 
 from exactly_once.cli import common
-from exactly_once.config import resolve_source
 from exactly_once.errors import SettingsError
 from exactly_once.paths import PROFILES_DIR
 
@@ -68,7 +67,7 @@ def handle(args: argparse.Namespace) -> int:
         args.parser.error("--profile profiles one update; it cannot be combined with "
                           "--continuous")
     settings = common.settings_of(args)
-    settings = dataclasses.replace(settings, source=resolve_source(settings.source))
+    settings = dataclasses.replace(settings, source=common.resolve_source(settings.source))
     warehouse = common.warehouse_of(args)
     common.engine_of(args)  # a bad --master is one line before anything starts
     if settings.source == "kafka":

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import yaml
 
-from exactly_once.config import PREFIX, load_settings
 from exactly_once.deploy.targets import DEPLOY_TARGETS
 from exactly_once.errors import SettingsError
 from exactly_once.paths import CONF_DIR, PROJECT_ROOT
+from exactly_once.settings.pipeline import PREFIX, load_settings
 
 PIPELINE_KEY = "exactly_once_pipeline"
 PIPELINE_RESOURCE = PROJECT_ROOT / "resources" / "exactly_once.pipeline.yml"

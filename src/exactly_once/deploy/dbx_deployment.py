@@ -13,9 +13,9 @@ from typing import Any
 
 import yaml
 
-from exactly_once.config import load_settings
 from exactly_once.deploy.targets import DEPLOY_TARGETS, quality_parameters
 from exactly_once.paths import CONF_DIR, PROJECT_ROOT, pipeline_files
+from exactly_once.settings.pipeline import load_settings
 
 DBX_DEPLOYMENT = CONF_DIR / "deployment.yml"
 DBX_GIT_FOLDER = "/Workspace/Shared/exactly-once-lakehouse-{target}"

@@ -17,8 +17,8 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 
-from exactly_once.config import PREFIX, KafkaSettings
 from exactly_once.errors import SettingsError
+from exactly_once.settings.pipeline import PREFIX, KafkaSettings
 
 USERNAME_ENV = "EXACTLY_ONCE_KAFKA_SASL_USERNAME"
 PASSWORD_ENV = "EXACTLY_ONCE_KAFKA_SASL_PASSWORD"

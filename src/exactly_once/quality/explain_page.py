@@ -15,10 +15,10 @@ from pathlib import Path
 from markupsafe import Markup
 from pyspark.sql import SparkSession
 
-from exactly_once.config import Settings
 from exactly_once.errors import ExactlyOnceError
 from exactly_once.local.observe import explain
 from exactly_once.local.observe.explain_text import cell, event_line, heading, moment
+from exactly_once.settings.pipeline import Settings
 
 EVENT = ""  # the `table` the form sends to search by event ID
 

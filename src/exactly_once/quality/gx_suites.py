@@ -1,12 +1,12 @@
 """Great Expectations 1.x suites for the silver and gold tables, built from `conf/`.
 
 `quality.tables.<table>` in conf/base.yml (overridable per target, read by
-`config.load_quality`) lists the table-level checks: `not_null`, `unique`, `allowed_values`,
-`ranges` and `keys_at_most_in` (the table has no more rows than the other table has distinct
-keys: gold keys <= silver keys). A table with a `topic` also gets that topic's `rules` (the ones
-that drive the pipeline expectations and the quarantine) wherever the table has the columns a
-rule reads; each becomes an `UnexpectedRowsExpectation` selecting the rows where the rule is
-false or NULL.
+`settings.quality.load_quality`) lists the table-level checks: `not_null`, `unique`,
+`allowed_values`, `ranges` and `keys_at_most_in` (the table has no more rows than the other
+table has distinct keys: gold keys <= silver keys). A table with a `topic` also gets that
+topic's `rules` (the ones that drive the pipeline expectations and the quarantine) wherever the
+table has the columns a rule reads; each becomes an `UnexpectedRowsExpectation` selecting the
+rows where the rule is false or NULL.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from exactly_once.config import Settings, TableQuality
+from exactly_once.settings.pipeline import Settings
+from exactly_once.settings.quality import TableQuality
 
 if TYPE_CHECKING:  # annotations only: GX and Spark are imported where they are used
     from great_expectations import ExpectationSuite

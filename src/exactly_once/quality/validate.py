@@ -16,12 +16,13 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from exactly_once.config import Settings, TableQuality
 from exactly_once.errors import QualityError
 from exactly_once.local.storage.delta_log import is_delta_table
 from exactly_once.local.storage.warehouse import Warehouse
 from exactly_once.quality.gx_suites import build_suite
 from exactly_once.quality.paths import DEFAULT_DATA_DOCS
+from exactly_once.settings.pipeline import Settings
+from exactly_once.settings.quality import TableQuality
 
 __all__ = ["DEFAULT_DATA_DOCS", "QualityError", "validate", "warehouse_reader", "catalog_reader"]
 SITE = "exactly_once"  # our Data Docs site (the ephemeral context has its own `local_site`)

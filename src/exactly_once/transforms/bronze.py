@@ -8,8 +8,8 @@ from pathlib import Path
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from exactly_once.config import FILE_SOURCE, Settings
 from exactly_once.kafka.security import kafka_security_options
+from exactly_once.settings.pipeline import FILE_SOURCE, Settings
 
 # The Kafka source's columns (with includeHeaders), in its order.
 KAFKA_COLUMNS = ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from exactly_once.config import TopicSettings
+from exactly_once.settings.pipeline import TopicSettings
 from exactly_once.transforms.silver import ARRIVED_LATE, event_schema
 
 

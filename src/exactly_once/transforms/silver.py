@@ -23,8 +23,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from exactly_once.config import PREFIX, TopicSettings
 from exactly_once.errors import SettingsError
+from exactly_once.settings.pipeline import PREFIX, TopicSettings
 
 # Reasons a value cannot be read as one JSON object at all. Each is the record's only reason:
 # checking the fields of something unreadable would only repeat it.

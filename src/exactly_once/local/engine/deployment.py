@@ -20,9 +20,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from exactly_once.config import EngineSettings, ObjectStoreSettings
 from exactly_once.errors import ClusterError
 from exactly_once.paths import JARS_DIR, LOCAL_DIR
+from exactly_once.settings.engine import EngineSettings, ObjectStoreSettings
 
 OBJECT_STORE_SCHEME = "s3a"
 S3A_JARS = JARS_DIR / "s3a"

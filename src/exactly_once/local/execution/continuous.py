@@ -34,7 +34,6 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from exactly_once.config import Settings
 from exactly_once.errors import SettingsError
 from exactly_once.local.execution.pipeline import run_update
 from exactly_once.local.observe.progress import Progress, UpdateResult
@@ -42,6 +41,7 @@ from exactly_once.local.observe.timeline import Timeline
 from exactly_once.local.storage.files import StoragePath
 from exactly_once.local.storage.lock import WarehouseLock
 from exactly_once.paths import PIPELINES_DIR
+from exactly_once.settings.pipeline import Settings
 
 DEFAULT_TRIGGER_INTERVAL = "10 seconds"
 _INTERVAL = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|milliseconds?|s|secs?|seconds?|m|mins?|"

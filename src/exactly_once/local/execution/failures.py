@@ -23,10 +23,10 @@ import re
 
 from pyspark.sql import SparkSession
 
-from exactly_once.config import KafkaSettings, pipeline_settings
 from exactly_once.errors import DataLossError, FlowError, SourceUnavailableError
 from exactly_once.kafka.broker import log_start_offsets
 from exactly_once.local.graph.expectations import error_text, failure_message
+from exactly_once.settings.pipeline import KafkaSettings, pipeline_settings
 
 # A Kafka client gave up on the broker: the admin client's or consumer's timeout, a dropped
 # connection, or the Spark consumer's own poll timeout ("Cannot fetch record for offset ...").

@@ -7,7 +7,6 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from exactly_once.config import Settings
 from exactly_once.local.engine import update_settings
 from exactly_once.local.execution.refresh import RefreshSelection
 from exactly_once.local.execution.update import PipelineUpdate
@@ -19,6 +18,7 @@ from exactly_once.local.storage.files import StoragePath, location
 from exactly_once.local.storage.lock import WarehouseLock
 from exactly_once.local.storage.warehouse import Warehouse
 from exactly_once.paths import PIPELINES_DIR, pipeline_files
+from exactly_once.settings.pipeline import Settings
 
 
 def run_pipeline(spark: SparkSession, settings: Settings, warehouse: StoragePath | str,

@@ -26,9 +26,9 @@ DAY = timedelta(days=1)
 def training_updates(spark: SparkSession, work: Path, updates: int = 1) -> None:
     """Tiny pipeline updates into a warehouse under `work`: every kind of flow, a few malformed
     records, and from the second update on, gold tables that already hold rows."""
-    from exactly_once.config import load_settings
     from exactly_once.kafka.generator import GeneratorConfig, generate_stream
     from exactly_once.kafka.kcat import as_consumed, write_kcat_jsonl
+    from exactly_once.settings.pipeline import load_settings
 
     dumps = work / "dumps"
     dumps.mkdir(parents=True, exist_ok=True)

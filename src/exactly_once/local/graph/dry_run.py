@@ -27,7 +27,6 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, StructType
 
-from exactly_once.config import Settings
 from exactly_once.errors import GraphError
 from exactly_once.local.auto_cdc import snapshot_flow, snapshot_versions
 from exactly_once.local.auto_cdc.snapshot_apply import target_schema
@@ -50,6 +49,7 @@ from exactly_once.local.graph.expectations import Expectation, apply_expectation
 from exactly_once.local.graph.loader import run_file
 from exactly_once.local.graph.reads import resolved_reads
 from exactly_once.local.graph.registry import PipelineGraph
+from exactly_once.settings.pipeline import Settings
 
 # pyspark logs each analysis error with its DataFrame context before raising it: the problem
 # line says it already.

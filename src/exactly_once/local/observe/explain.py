@@ -17,7 +17,6 @@ from typing import Any
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from exactly_once.config import Settings, TopicSettings
 from exactly_once.errors import CliError
 from exactly_once.local.auto_cdc.changes import IS_DELETE, SEQUENCE
 from exactly_once.local.auto_cdc.scd2 import START_AT
@@ -35,6 +34,7 @@ from exactly_once.local.observe.explain_reads import (
 from exactly_once.local.observe.verdicts import deliveries_of
 from exactly_once.local.storage import delta_log
 from exactly_once.local.storage.warehouse import Warehouse
+from exactly_once.settings.pipeline import Settings, TopicSettings
 from exactly_once.transforms.silver import event_schema
 
 CLOSEST = 5  # keys or event IDs a "not found" line suggests

@@ -23,10 +23,10 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from exactly_once.config import TopicSettings
 from exactly_once.local.storage import delta_log
 from exactly_once.local.storage.files import StoragePath
 from exactly_once.local.storage.warehouse import Warehouse
+from exactly_once.settings.pipeline import TopicSettings
 from exactly_once.transforms.silver import ARRIVED_LATE, arrived_late
 
 BRONZE = "bronze_kafka_events"

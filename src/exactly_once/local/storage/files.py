@@ -35,8 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from exactly_once.config import ObjectStoreSettings
 from exactly_once.errors import ObjectStoreError
+from exactly_once.settings.engine import ObjectStoreSettings
 
 SCHEME = "s3a"
 _PREFIX = f"{SCHEME}://"

@@ -9,25 +9,21 @@ the Spark conf; pipeline code reads it back with `pipeline_settings(spark)`. Bot
 
 from __future__ import annotations
 
-import dataclasses
-import glob
 import json
 import os
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from exactly_once.errors import SettingsError
-from exactly_once.kafka.kcat import kcat_dump_files
 from exactly_once.paths import CONF_DIR
+from exactly_once.settings import values
+from exactly_once.settings.conf_files import target_document
+from exactly_once.settings.exports import ExportSettings
+from exactly_once.settings.values import PREFIX
 
-PREFIX = "exactly_once"
 FILE_SOURCE = "file:"  # `file:PATH`: kcat dumps instead of Kafka (local replays, tests)
-_INTERVAL = re.compile(r"^\d+\s+(second|minute|hour|day)s?$")
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 # read_committed skips the records of aborted transactions (and of open ones, until they end);
@@ -95,18 +91,6 @@ class TopicSettings:
     max_event_age: str = ""
     # How far after its Kafka timestamp an event may be dated; "" checks nothing.
     max_clock_skew: str = ""
-
-
-@dataclass(frozen=True)
-class ExportSettings:
-    """A reference table that arrives as whole snapshots, one file a day, not through Kafka
-    (`exports.<name>`): read by an AUTO CDC FROM SNAPSHOT flow, versioned by the file's date."""
-
-    name: str
-    path: str  # the directory of `<name>_<YYYY-MM-DD>.csv` files (on Databricks, a Volume)
-    key: str
-    schema: str  # Spark DDL of the file's columns, in order
-    track_history: tuple[str, ...] = ()  # SCD2: the columns whose change opens a new version
 
 
 @dataclass(frozen=True)
@@ -186,7 +170,7 @@ class Settings:
             return tuple(v.strip() for v in optional(key, "").split(",") if v.strip())
 
         def positive(key: str, default: int) -> int:
-            value = _as_int(f"kafka.{key}", optional(f"kafka.{key}", str(default)))
+            value = values.as_int(f"kafka.{key}", optional(f"kafka.{key}", str(default)))
             if value is None or value <= 0:
                 raise SettingsError(f"setting {PREFIX}.kafka.{key} must be a positive integer, "
                                     f"got {value!r}")
@@ -196,11 +180,11 @@ class Settings:
         kafka = KafkaSettings(
             bootstrap_servers=required("kafka.bootstrap_servers"),
             starting_offsets=optional("kafka.starting_offsets", "earliest"),
-            max_offsets_per_trigger=_as_int("kafka.max_offsets_per_trigger",
+            max_offsets_per_trigger=values.as_int("kafka.max_offsets_per_trigger",
                                             optional("kafka.max_offsets_per_trigger", "")),
-            fail_on_data_loss=_as_bool("kafka.fail_on_data_loss",
+            fail_on_data_loss=values.as_bool("kafka.fail_on_data_loss",
                                        optional("kafka.fail_on_data_loss", "true")),
-            isolation_level=_one_of("kafka.isolation_level",
+            isolation_level=values.one_of("kafka.isolation_level",
                                     optional("kafka.isolation_level", defaults.isolation_level),
                                     ISOLATION_LEVELS),
             request_timeout_ms=positive("request_timeout_ms", defaults.request_timeout_ms),
@@ -208,10 +192,10 @@ class Settings:
                                             defaults.default_api_timeout_ms),
             poll_timeout_ms=positive("poll_timeout_ms", defaults.poll_timeout_ms),
             fetch_offset_retries=positive("fetch_offset_retries", defaults.fetch_offset_retries),
-            security_protocol=_one_of("kafka.security_protocol",
+            security_protocol=values.one_of("kafka.security_protocol",
                                       optional("kafka.security_protocol", "PLAINTEXT"),
                                       SECURITY_PROTOCOLS),
-            sasl_mechanism=_one_of("kafka.sasl_mechanism",
+            sasl_mechanism=values.one_of("kafka.sasl_mechanism",
                                    optional("kafka.sasl_mechanism", "PLAIN"), SASL_MECHANISMS),
             secret_scope=optional("kafka.secret_scope", ""),
             sasl_username_key=optional("kafka.sasl_username_key", "kafka-sasl-username"),
@@ -225,11 +209,11 @@ class Settings:
         topics = {}
         for name in required("topics").split(","):
             p = f"topics.{name.strip()}"
-            delay = _interval(f"{p}.watermark_delay", required(f"{p}.watermark_delay"))
+            delay = values.interval(f"{p}.watermark_delay", required(f"{p}.watermark_delay"))
             max_age = optional(f"{p}.max_event_age", "")
             skew = optional(f"{p}.max_clock_skew", "")
-            skew = skew and _interval(f"{p}.max_clock_skew", skew)
-            rules = _as_rules(f"{p}.rules", optional(f"{p}.rules", "{}"))
+            skew = skew and values.interval(f"{p}.max_clock_skew", skew)
+            rules = values.as_rules(f"{p}.rules", optional(f"{p}.rules", "{}"))
             if OCCURRED_AT_IN_FUTURE in rules:
                 raise SettingsError(f"setting {PREFIX}.{p}.rules: `{OCCURRED_AT_IN_FUTURE}` comes "
                                     f"from {PREFIX}.{p}.max_clock_skew, it is not configured")
@@ -239,12 +223,12 @@ class Settings:
                 dataset_suffix=name.strip(),
                 kafka_topic=required(f"{p}.topic"),
                 key=required(f"{p}.key"),
-                sequence_by=as_list(f"{p}.sequence_by") or _missing(f"{p}.sequence_by"),
+                sequence_by=as_list(f"{p}.sequence_by") or values.missing(f"{p}.sequence_by"),
                 delete_event_types=as_list(f"{p}.delete_event_types"),
                 watermark_delay=delay,
                 schema=required(f"{p}.schema"),
                 rules=rules,
-                max_event_age=max_age and _interval(f"{p}.max_event_age", max_age),
+                max_event_age=max_age and values.interval(f"{p}.max_event_age", max_age),
                 max_clock_skew=skew,
             )
         exports = {}
@@ -264,73 +248,6 @@ def check_source(source: str) -> str:
         raise SettingsError(f"setting {PREFIX}.source must be `kafka` or `file:PATH` (a kcat "
                             f"dump, a directory of dumps or a glob), got {source!r}")
     return source
-
-
-def resolve_source(source: str) -> str:
-    """The source as a local update reads it, checked now: a `file:` path is made absolute and
-    must name at least one kcat dump, as Spark would read a path that names none as an empty
-    stream without a word. Pipeline code (`from_conf`) checks only the form: the dumps may
-    arrive after the settings are made."""
-    if not check_source(source).startswith(FILE_SOURCE):
-        return source
-    path = os.path.abspath(source.removeprefix(FILE_SOURCE))
-    if not glob.has_magic(path) and not os.path.exists(path):
-        raise SettingsError(f"no such file or directory: {path}")
-    if not kcat_dump_files(path):
-        raise SettingsError(f"no kcat dump matches {path}")
-    return FILE_SOURCE + path
-
-
-def _interval(key: str, value: str) -> str:
-    if not _INTERVAL.match(value):
-        raise SettingsError(f"setting {PREFIX}.{key} must look like '10 minutes', got {value!r}")
-    return value
-
-
-def _one_of(key: str, value: str, allowed: tuple[str, ...]) -> str:
-    if value not in allowed:
-        raise SettingsError(f"setting {PREFIX}.{key} must be one of {', '.join(allowed)}, "
-                            f"got {value!r}")
-    return value
-
-
-def _missing(key: str):
-    raise SettingsError(f"setting {PREFIX}.{key} is missing")
-
-
-def _as_int(key: str, value: str) -> int | None:
-    if value == "":
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        raise SettingsError(f"setting {PREFIX}.{key} must be an integer, got {value!r}") from None
-
-
-def _as_bool(key: str, value: str) -> bool:
-    if value.lower() in ("true", "false"):
-        return value.lower() == "true"
-    raise SettingsError(f"setting {PREFIX}.{key} must be true or false, got {value!r}")
-
-
-def _as_rules(key: str, value: str) -> dict[str, str]:
-    try:
-        rules = json.loads(value)
-    except json.JSONDecodeError:
-        raise SettingsError(f"setting {PREFIX}.{key} is not a JSON object") from None
-    if not isinstance(rules, dict) or not all(isinstance(v, str) for v in rules.values()):
-        raise SettingsError(f"setting {PREFIX}.{key} must map rule names to SQL constraints")
-    return rules
-
-
-def _deep_merge(base: dict[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
-    merged = dict(base)
-    for key, value in override.items():
-        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
-            merged[key] = _deep_merge(dict(merged[key]), value)
-        else:
-            merged[key] = value
-    return merged
 
 
 def _flatten_yaml(doc: Mapping[str, Any]) -> dict[str, str]:
@@ -365,7 +282,7 @@ def _exports_from_project_root(flat: dict[str, str], conf_dir: Path) -> dict[str
 def load_settings(target: str = "local", conf_dir: Path = CONF_DIR,
                   overrides: Mapping[str, str] | None = None) -> Settings:
     """Settings for a target from conf/base.yml + conf/targets/<target>.yml (+ flat overrides)."""
-    flat = _exports_from_project_root(_flatten_yaml(_target_document(target, conf_dir)),
+    flat = _exports_from_project_root(_flatten_yaml(target_document(target, conf_dir)),
                                       conf_dir) | dict(overrides or {})
     return Settings.from_conf(flat.get)
 
@@ -385,131 +302,6 @@ def setting_overrides(assignments: Sequence[str], target: str = "local",
                                 "setting of conf/, e.g. kafka.fail_on_data_loss=false")
         overrides[flat] = value.strip()
     return overrides
-
-
-# -- where the local runtime runs: not pipeline settings (Databricks brings its own compute) -----
-_MASTER = re.compile(r"^(local(\[(\d+|\*)\])?|spark://[^\s:/,]+:\d{1,5})$")
-
-
-@dataclass(frozen=True)
-class ObjectStoreSettings:
-    """How the runtime reaches a warehouse on an object store (`s3a://bucket/prefix`). The
-    credentials are never settings: AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (and
-    AWS_SESSION_TOKEN) in the environment, read by Hadoop's S3A connector and the runtime's
-    own S3 client alike."""
-
-    endpoint: str = ""  # "" is Amazon S3; http://127.0.0.1:PORT a local S3-compatible server
-    region: str = "us-east-1"
-    path_style_access: bool = False  # bucket in the path, not the host name (any endpoint: yes)
-
-    @property
-    def path_style(self) -> bool:
-        """S3-compatible servers at an endpoint of their own serve buckets in the path."""
-        return self.path_style_access or bool(self.endpoint)
-
-
-@dataclass(frozen=True)
-class EngineSettings:
-    """`engine:` in conf/: the Spark master an update runs on and the driver's address."""
-
-    master: str = "local[2]"  # local[N], or spark://HOST:PORT of a standalone master
-    driver_host: str = ""  # the address executors reach the driver at ("": Spark's choice)
-    driver_bind_address: str = ""  # the address the driver listens on ("": driver_host)
-    executor_memory: str = "1g"  # per executor, on a cluster
-    object_store: ObjectStoreSettings = field(default_factory=ObjectStoreSettings)
-
-
-def check_master(master: str) -> str:
-    """`local`, `local[N]`, `local[*]` or `spark://HOST:PORT`, else a SettingsError."""
-    if not _MASTER.match(master.strip()):
-        raise SettingsError(f"master must be local[N] or spark://HOST:PORT, got {master!r}")
-    return master.strip()
-
-
-def load_engine(target: str = "local", conf_dir: Path = CONF_DIR,
-                master: str | None = None) -> EngineSettings:
-    """`engine:` of conf/base.yml + conf/targets/<target>.yml; `master` (`run --master`)
-    over the configured one."""
-    doc = _target_document(target, conf_dir).get("engine") or {}
-    store = dict(doc.get("object_store") or {})
-    unknown = (set(doc) - {f.name for f in dataclasses.fields(EngineSettings)}) | (
-        set(store) - {f.name for f in dataclasses.fields(ObjectStoreSettings)})
-    if unknown:
-        raise SettingsError(f"engine settings have unknown keys {sorted(unknown)}")
-    if not isinstance(store.get("path_style_access", False), bool):
-        raise SettingsError("setting engine.object_store.path_style_access must be true or false")
-    text = {key: "" if value is None else str(value) for key, value in doc.items()
-            if key != "object_store"}
-    # No endpoint configured: the AWS SDKs' own variable (AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL)
-    # names one, as for the local S3 server (`make s3-start`).
-    store["endpoint"] = str(store.get("endpoint") or os.environ.get("AWS_ENDPOINT_URL_S3")
-                            or os.environ.get("AWS_ENDPOINT_URL") or "")
-    return EngineSettings(
-        **(text | {"master": check_master(master or text.get("master") or "local[2]")}),
-        object_store=ObjectStoreSettings(**store))
-
-
-@dataclass(frozen=True)
-class TableQuality:
-    """The table-level checks of one table (`quality.tables.<table>`), for its GX suite."""
-
-    table: str
-    topic: str | None = None  # the topic whose rules also apply, where the table has their columns
-    not_null: tuple[str, ...] = ()
-    unique: tuple[str, ...] = ()
-    allowed_values: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
-    ranges: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    # {table, key}: this table has at most as many rows as that table has distinct keys.
-    keys_at_most_in: Mapping[str, str] | None = None
-
-    @property
-    def parameter(self) -> str | None:
-        """The suite parameter holding the other table's distinct key count."""
-        if not self.keys_at_most_in:
-            return None
-        return f"{self.keys_at_most_in['table']}_distinct_{self.keys_at_most_in['key']}"
-
-
-_TABLE_QUALITY_KEYS = {"topic", "not_null", "unique", "allowed_values", "ranges", "keys_at_most_in"}
-
-
-def load_quality(target: str = "local", conf_dir: Path = CONF_DIR) -> dict[str, TableQuality]:
-    """`quality.tables` for a target, from conf/base.yml + conf/targets/<target>.yml."""
-    doc = _target_document(target, conf_dir)
-    tables = (doc.get("quality") or {}).get("tables") or {}
-    if not tables:
-        raise SettingsError("conf has no quality.tables")
-    result = {}
-    for name, spec in tables.items():
-        spec = dict(spec or {})
-        unknown = set(spec) - _TABLE_QUALITY_KEYS
-        if unknown:
-            raise SettingsError(f"quality.tables.{name} has unknown keys {sorted(unknown)}")
-        link = spec.get("keys_at_most_in")
-        if link is not None and not {"table", "key"} <= set(link):
-            raise SettingsError(f"quality.tables.{name}.keys_at_most_in needs `table` and `key`")
-        result[name] = TableQuality(
-            table=name, topic=spec.get("topic"),
-            not_null=tuple(spec.get("not_null") or ()), unique=tuple(spec.get("unique") or ()),
-            allowed_values={c: tuple(v) for c, v in (spec.get("allowed_values") or {}).items()},
-            ranges=dict(spec.get("ranges") or {}), keys_at_most_in=link)
-    return result
-
-
-def _target_document(target: str, conf_dir: Path) -> dict[str, Any]:
-    """conf/base.yml with conf/targets/<target>.yml merged over it."""
-    target_file = conf_dir / "targets" / f"{target}.yml"
-    if not target_file.exists():
-        known = sorted(p.stem for p in (conf_dir / "targets").glob("*.yml"))
-        raise SettingsError(f"unknown target {target!r}; conf/targets has {known}")
-    return _deep_merge(_read_yaml(conf_dir / "base.yml"), _read_yaml(target_file))
-
-
-def _read_yaml(path: Path) -> dict[str, Any]:
-    try:
-        return yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as err:
-        raise SettingsError(f"{path} is not valid YAML: {err}") from None
 
 
 def pipeline_settings(spark) -> Settings:
