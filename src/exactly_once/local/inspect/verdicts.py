@@ -24,7 +24,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
-from exactly_once.local.observe.delivery import (
+from exactly_once.local.inspect.delivery import (
     PAST_WATERMARK,
     PENDING,
     QUARANTINED,
@@ -36,14 +36,14 @@ from exactly_once.local.observe.delivery import (
     plain_value,
     utc,
 )
-from exactly_once.local.observe.explain_reads import (
+from exactly_once.local.inspect.explain_reads import (
     BRONZE,
     QUARANTINE,
     CurrentStateGold,
     KeyRows,
     Row,
 )
-from exactly_once.local.observe.gold_verdicts import judge_current_state, judge_ledger
+from exactly_once.local.inspect.gold_verdicts import judge_current_state, judge_ledger
 from exactly_once.transforms.silver import ARRIVED_LATE, VALUE_DIGEST
 
 

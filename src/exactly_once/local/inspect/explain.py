@@ -3,8 +3,8 @@
 `explain_keys` reads the keys' rows from every table of their topic (explain_reads.py), judges
 each delivery (verdicts.py) and adds the keys' current rows in each gold table. Nothing here
 re-runs the pipeline's logic: the verdicts say what the tables hold. A warehouse, table, key or
-event that is not there is a `CliError` naming what is (checked before anything is read where
-it can be: `explainable_topic`).
+event that is not there is an `InspectError` naming what is (checked before anything is read
+where it can be: `explainable_topic`).
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ from typing import Any
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from exactly_once.errors import CliError
+from exactly_once.errors import InspectError
 from exactly_once.local.auto_cdc.changes import IS_DELETE, SEQUENCE
 from exactly_once.local.auto_cdc.scd2 import START_AT
-from exactly_once.local.observe import preview
-from exactly_once.local.observe.delivery import Delivery, describe_change, sequence_of
-from exactly_once.local.observe.explain_reads import (
+from exactly_once.local.inspect import preview
+from exactly_once.local.inspect.delivery import Delivery, describe_change, sequence_of
+from exactly_once.local.inspect.explain_reads import (
     GOLD,
     CurrentStateGold,
     KeyRows,
@@ -31,7 +31,7 @@ from exactly_once.local.observe.explain_reads import (
     gold_tables,
     read_key_rows,
 )
-from exactly_once.local.observe.verdicts import deliveries_of
+from exactly_once.local.inspect.verdicts import deliveries_of
 from exactly_once.local.storage import delta_log
 from exactly_once.local.storage.warehouse import Warehouse
 from exactly_once.settings.pipeline import Settings, TopicSettings
@@ -80,15 +80,15 @@ def explainable_topic(warehouse: Path, settings: Settings, table: str) -> TopicS
     """The topic of `table`, once the warehouse and the table are known to exist."""
     tables = explainable(settings)
     if table not in tables:
-        raise CliError(f"cannot explain a key of `{table}`; explain one of "
-                       f"{', '.join(tables)}, or an event with --event")
+        raise InspectError(f"cannot explain a key of `{table}`; explain one of "
+                           f"{', '.join(tables)}, or an event with --event")
     preview.require_table(Warehouse(warehouse), table)
     return tables[table]
 
 
 def require_warehouse(warehouse: Path) -> None:
     if not warehouse.is_dir():
-        raise CliError(f"no warehouse at {warehouse}; run `exactly-once run` first")
+        raise InspectError(f"no warehouse at {warehouse}; run `exactly-once run` first")
 
 
 def explain_keys(spark: SparkSession, warehouse: Path, settings: Settings, table: str,
@@ -104,7 +104,7 @@ def explain_key(spark: SparkSession, warehouse: Path, settings: Settings, table:
                 key: str) -> Explanation:
     (explanation,) = explain_keys(spark, warehouse, settings, table, [key])
     if not explanation.deliveries and not any(g.rows for g in explanation.gold):
-        raise CliError(_no_key(spark, warehouse, explanation.topic, key))
+        raise InspectError(_no_key(spark, warehouse, explanation.topic, key))
     return explanation
 
 
@@ -125,7 +125,7 @@ def explain_event(spark: SparkSession, warehouse: Path, settings: Settings,
             explanation.deliveries = [d for d in explanation.deliveries
                                       if d.event.get("event_id") == event_id]
             return explanation
-    raise CliError(_no_event(spark, wh, settings, event_id))
+    raise InspectError(_no_event(spark, wh, settings, event_id))
 
 
 def _keys_of_event(spark: SparkSession, warehouse: Warehouse, topic: TopicSettings,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from exactly_once.local.auto_cdc.changes import IS_DELETE, SEQUENCE
 from exactly_once.local.auto_cdc.scd2 import END_AT, START_AT
-from exactly_once.local.observe.delivery import (
+from exactly_once.local.inspect.delivery import (
     APPLIED,
     LATE,
     PENDING,
@@ -31,7 +31,7 @@ from exactly_once.local.observe.delivery import (
     describe_change,
     sequence_of,
 )
-from exactly_once.local.observe.explain_reads import CurrentStateGold, KeyRows, LedgerGold, Row
+from exactly_once.local.inspect.explain_reads import CurrentStateGold, KeyRows, LedgerGold, Row
 from exactly_once.transforms.silver import ARRIVED_LATE, VALUE_DIGEST
 
 
