@@ -31,6 +31,7 @@ from exactly_once.local.inspect.explain_reads import (
     gold_tables,
     read_key_rows,
 )
+from exactly_once.local.inspect.gold_verdicts import StoredChange
 from exactly_once.local.inspect.verdicts import deliveries_of
 from exactly_once.local.storage import delta_log
 from exactly_once.local.storage.warehouse import Warehouse
@@ -175,13 +176,14 @@ def _gold_rows(rows: KeyRows, key: str, deliveries: list[Delivery]) \
             return tuple(value[c] for c in seq_by)
 
         current = [r for r in rows.gold_rows.get(gold.current, []) if r.get(entity) == key]
-        state = sorted((rank(r[SEQUENCE]), r[IS_DELETE]) for r in
-                       rows.state_rows.get(gold.current, []) if r.get(entity) == key)
+        stored = max((StoredChange(rank(r[SEQUENCE]), r[IS_DELETE]) for r in
+                      rows.state_rows.get(gold.current, []) if r.get(entity) == key),
+                     default=None)
         if current:
             at = describe_change(sequence_of(current[0], seq_by), seq_by)
             summary = f"the current row, at {at}"
-        elif state and state[-1][1]:
-            at = describe_change(state[-1][0], seq_by)
+        elif stored is not None and stored.deleted:
+            at = describe_change(stored.rank, seq_by)
             summary = f"no row: deleted at {at}; the tombstone keeps older events out"
         else:
             summary = "no row yet"
