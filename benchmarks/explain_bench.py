@@ -31,7 +31,7 @@ from _common import REPO, commit, du, mib, stream_records
 from exactly_once.kafka.kcat import write_kcat_jsonl
 from exactly_once.local.engine.session import build_session
 from exactly_once.local.execution.pipeline import run_pipeline
-from exactly_once.local.observe import explain, explain_reads
+from exactly_once.local.inspect import explain, explain_reads
 from exactly_once.settings.pipeline import load_settings
 
 

@@ -27,6 +27,7 @@ from exactly_once.errors import (
     ExpectationError,
     FlowError,
     GraphError,
+    InspectError,
     KcatFormatError,
     MissingJarsError,
     ObjectStoreError,
@@ -128,6 +129,14 @@ def test_a_kcat_file_with_a_bad_line(tmp_path):
     done = cli_run("produce", str(dump))
     assert done.returncode == 1
     assert only_error_line(done.stderr) == f"{dump}:2: missing or empty 'topic'"
+
+
+@covers(InspectError)
+def test_a_table_of_a_warehouse_that_has_none(tmp_path):
+    done = cli_run("show", "orders", "--warehouse", str(tmp_path))
+    assert done.returncode == 1
+    assert only_error_line(done.stderr) == \
+        f"no table `orders` in {tmp_path}; it has no tables yet; run `exactly-once run` first"
 
 
 @covers(BrokerError)

@@ -27,7 +27,7 @@ from pyspark.sql.types import (
 from silver_pipeline import run_silver
 
 from exactly_once.kafka.kcat import KafkaRecord
-from exactly_once.local.observe.delivery import utc
+from exactly_once.local.inspect.delivery import utc
 from exactly_once.transforms.silver import (
     TIMESTAMP_PATTERN,
     UNKNOWN_FIELD,

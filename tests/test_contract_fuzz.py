@@ -37,7 +37,7 @@ from reference import MAX_EVENT_AGE
 from silver_pipeline import run_silver
 
 from exactly_once.kafka.kcat import KafkaRecord
-from exactly_once.local.observe.delivery import utc
+from exactly_once.local.inspect.delivery import utc
 from exactly_once.transforms.bronze import with_ingestion_time
 from exactly_once.transforms.silver import (
     INVALID_UTF8,

@@ -9,8 +9,8 @@ from helpers import runs_python_worker
 
 from exactly_once.local.auto_cdc.snapshot_versions import AppliedSnapshot
 from exactly_once.local.graph.expectations import ExpectationMetric
+from exactly_once.local.inspect.delivery import utc
 from exactly_once.local.observe import event_log
-from exactly_once.local.observe.delivery import utc
 from exactly_once.local.observe.progress import FlowResult
 from exactly_once.local.observe.timeline import Span
 from exactly_once.local.storage.warehouse import Warehouse

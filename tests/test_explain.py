@@ -35,17 +35,17 @@ from exactly_once import cli
 from exactly_once.kafka.generator import GeneratorConfig, generate_stream
 from exactly_once.kafka.kcat import KafkaRecord, write_kcat_jsonl
 from exactly_once.local.execution.pipeline import run_pipeline
-from exactly_once.local.observe import explain_reads
-from exactly_once.local.observe.delivery import KINDS, PENDING
-from exactly_once.local.observe.explain import (
+from exactly_once.local.inspect import explain_reads
+from exactly_once.local.inspect.delivery import KINDS, PENDING
+from exactly_once.local.inspect.explain import (
     Explanation,
     explain_event,
     explain_key,
     explain_keys,
     explainable,
 )
-from exactly_once.local.observe.explain_reads import GOLD, CurrentStateGold, LedgerGold
-from exactly_once.local.observe.explain_text import as_dict, plain
+from exactly_once.local.inspect.explain_reads import GOLD, CurrentStateGold, LedgerGold
+from exactly_once.local.inspect.explain_text import as_dict, plain
 from exactly_once.settings.pipeline import load_settings
 
 ORDERS, REWARDS = "orders", "player-rewards"

@@ -102,6 +102,15 @@ def test_the_check_catches_a_storage_module_importing_execution(tmp_path):
         "storage is below execution"]
 
 
+def test_the_check_catches_an_update_importing_the_warehouse_readers(tmp_path):
+    """inspect/ reads what an update wrote; an update that imports it fails the check."""
+    copy = tree_with_import(tmp_path, "execution/update.py",
+                            "from exactly_once.local.inspect.explain import explain_key")
+    assert layering_violations(copy) == [
+        "exactly_once.local.execution.update imports exactly_once.local.inspect.explain: "
+        "execution is below inspect"]
+
+
 def test_the_check_catches_a_cycle_inside_a_wing(tmp_path):
     copy = tree_with_import(tmp_path, "engine/jvm_options.py",
                             "from exactly_once.local.engine import session")

@@ -53,7 +53,7 @@ from exactly_once.kafka.kcat import KafkaRecord, write_kcat_jsonl
 from exactly_once.kafka.producer import produce_records
 from exactly_once.local.auto_cdc.changes import SEQUENCE
 from exactly_once.local.execution.pipeline import run_pipeline
-from exactly_once.local.observe.delivery import utc
+from exactly_once.local.inspect.delivery import utc
 from exactly_once.settings.pipeline import load_settings
 
 EXAMPLES_KNOB = "EXACTLY_ONCE_PROPERTY_EXAMPLES"

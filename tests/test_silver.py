@@ -16,7 +16,7 @@ import pytest
 from helpers import checked_events, kafka_rows, order, reward
 
 from exactly_once.errors import SettingsError
-from exactly_once.local.observe.delivery import utc
+from exactly_once.local.inspect.delivery import utc
 from exactly_once.transforms.bronze import read_kcat_file, with_ingestion_time
 from exactly_once.transforms.silver import (
     ARRIVED_LATE,

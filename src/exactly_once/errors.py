@@ -89,6 +89,12 @@ class DataLossError(FlowError):
     message names the topic, partitions and offsets."""
 
 
+class InspectError(ExactlyOnceError):
+    """A finished warehouse cannot show what was asked of it (`show`, `events`, `explain`): no
+    warehouse, table, event log, update, flow, key or event of that name; the message names what
+    is there."""
+
+
 # -- quality tooling -----------------------------------------------------------------------------
 class QualityError(ExactlyOnceError):
     """Validation or the dashboard could not run (missing table...); the message says why."""

@@ -19,7 +19,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     from exactly_once.errors import CliError
-    from exactly_once.local.observe import event_view
+    from exactly_once.local.inspect import event_view
     from exactly_once.local.storage.warehouse import Warehouse
 
     warehouse = Warehouse(common.warehouse_of(args))

@@ -21,8 +21,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     from exactly_once.local.engine import session
-    from exactly_once.local.observe import explain
-    from exactly_once.local.observe.explain_text import as_json, as_text
+    from exactly_once.local.inspect import explain
+    from exactly_once.local.inspect.explain_text import as_json, as_text
 
     if (args.event is None) == (args.key is None):  # TABLE KEY, or --event alone
         args.parser.error("give TABLE KEY, or --event EVENT_ID")

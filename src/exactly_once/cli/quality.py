@@ -95,7 +95,7 @@ def _serve(args: argparse.Namespace, spark, warehouse: Path) -> int:
     import threading
 
     from exactly_once.local.execution.continuous import StopRequest
-    from exactly_once.local.observe.explain import explainable
+    from exactly_once.local.inspect.explain import explainable
     from exactly_once.local.storage.warehouse import Warehouse
     from exactly_once.quality.dashboard import build_dashboard
     from exactly_once.quality.explain_page import explain_page

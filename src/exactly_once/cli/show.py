@@ -15,7 +15,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from exactly_once.local.observe import preview
+    from exactly_once.local.inspect import preview
     from exactly_once.local.storage.warehouse import Warehouse
 
     warehouse = Warehouse(common.warehouse_of(args))

@@ -3,8 +3,9 @@
 The runtime is grouped in wings by what each part is for. A wing may import the wings below it
 in this list, never one above it (tests/test_layering.py keeps that true):
 
+    inspect/    a finished warehouse read back: `show`, `events`, `explain`
     execution/  an update: the graph run flow by flow, upstream first; refresh, continuous runs
-    observe/    what an update reports: progress, timeline, event log, views of a warehouse
+    observe/    what an update reports: progress, timeline, event log
     graph/      the pipeline files loaded into a dataflow graph, `dp` extensions, dry-run
     auto_cdc/   `create_auto_cdc_flow` applied to Delta, SCD1 and SCD2
     storage/    the warehouse on disk: layout, Delta log reads, the lock, idempotent writes
@@ -14,4 +15,4 @@ Nothing is imported here: importing one wing loads only what it needs.
 """
 
 # Highest first; the order the docstring above gives.
-WINGS = ("execution", "observe", "graph", "auto_cdc", "storage", "engine")
+WINGS = ("inspect", "execution", "observe", "graph", "auto_cdc", "storage", "engine")

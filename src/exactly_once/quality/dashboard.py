@@ -24,7 +24,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from exactly_once.errors import QualityError
-from exactly_once.local.observe.delivery import shown_utc
+from exactly_once.local.inspect.delivery import shown_utc
 from exactly_once.local.observe.event_log import PIPELINE_NAME
 from exactly_once.local.storage.delta_log import is_delta_table
 from exactly_once.local.storage.warehouse import EVENT_LOG_DIR, Warehouse

@@ -2,7 +2,7 @@
 """The dashboard's search: a key's (or an event's) explanation as a page, served next to the
 dashboard (`quality dashboard --serve`, serve.py), with the same search box on top.
 
-The explanation is `exactly-once explain`'s (local/observe/explain.py), read when the page is
+The explanation is `exactly-once explain`'s (local/inspect/explain.py), read when the page is
 asked for: every delivery in log order with its verdict, then the key's gold rows. What is not
 there (a key, an event, a table) is the command's one line, shown on the page.
 """
@@ -16,8 +16,8 @@ from markupsafe import Markup
 from pyspark.sql import SparkSession
 
 from exactly_once.errors import ExactlyOnceError
-from exactly_once.local.observe import explain
-from exactly_once.local.observe.explain_text import cell, event_line, heading, moment
+from exactly_once.local.inspect import explain
+from exactly_once.local.inspect.explain_text import cell, event_line, heading, moment
 from exactly_once.settings.pipeline import Settings
 
 EVENT = ""  # the `table` the form sends to search by event ID

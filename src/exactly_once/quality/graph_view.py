@@ -29,7 +29,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from exactly_once.local.observe.delivery import shown_utc
+from exactly_once.local.inspect.delivery import shown_utc
 from exactly_once.local.observe.timeline import WAIT_FOR_UPSTREAM
 from exactly_once.local.storage.files import StoragePath
 

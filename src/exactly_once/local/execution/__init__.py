@@ -9,5 +9,6 @@
     continuous.py  updates paced by a trigger interval until stopped
     train_jvm.py   `make setup`'s training update for the engine's class archive
 
-The top wing: it may import observe, graph, auto_cdc, storage and engine.
+May import observe, graph, auto_cdc, storage and engine; never inspect, which reads what an
+update wrote.
 """

@@ -8,5 +8,5 @@
     dataflow.py       the graph as a person reads it: text, Mermaid, dot, JSON
     dry_run.py        `exactly-once dry-run`: every dataset analyzed, nothing read or written
 
-May import auto_cdc, storage and engine; never observe or execution.
+May import auto_cdc, storage and engine; never observe, execution or inspect.
 """

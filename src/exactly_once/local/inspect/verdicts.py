@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Any
 
-from exactly_once.local.observe.delivery import (
+from exactly_once.local.inspect.delivery import (
     PAST_WATERMARK,
     PENDING,
     QUARANTINED,
@@ -36,14 +37,18 @@ from exactly_once.local.observe.delivery import (
     plain_value,
     utc,
 )
-from exactly_once.local.observe.explain_reads import (
+from exactly_once.local.inspect.explain_reads import (
     BRONZE,
     QUARANTINE,
     CurrentStateGold,
     KeyRows,
     Row,
 )
-from exactly_once.local.observe.gold_verdicts import judge_current_state, judge_ledger
+from exactly_once.local.inspect.gold_verdicts import (
+    GoldVerdict,
+    judge_current_state,
+    judge_ledger,
+)
 from exactly_once.transforms.silver import ARRIVED_LATE, VALUE_DIGEST
 
 
@@ -134,13 +139,19 @@ def deliveries_of(rows: KeyRows, key: str, fields: list[str]) -> list[Delivery]:
     with its verdict."""
     trails = _trails(rows, key, fields)
     reached_gold = [t for t in trails if t.silver is not None]
-    for trail in trails:
-        if trail.silver is None:
-            trail.delivery.verdict = _before_gold(rows, trail, reached_gold)
-    judge: Callable[[KeyRows, str, list[Trail]], None] = (
+    judge: Callable[[KeyRows, str, list[Trail]], list[GoldVerdict]] = (
         judge_current_state if isinstance(rows.gold, CurrentStateGold) else judge_ledger)
-    judge(rows, key, reached_gold)
-    return [t.delivery for t in trails]
+    in_gold = iter(judge(rows, key, reached_gold))  # in the order of reached_gold
+    judged = []
+    for trail in trails:
+        notes: tuple[str, ...] = ()  # what gold's tables add
+        if trail.silver is None:
+            verdict = _before_gold(rows, trail, reached_gold)
+        else:
+            verdict, notes = next(in_gold)
+        judged.append(replace(trail.delivery, verdict=verdict,
+                              notes=[*trail.delivery.notes, *notes]))
+    return judged
 
 
 def _before_gold(rows: KeyRows, trail: Trail, in_silver: list[Trail]) -> Verdict:

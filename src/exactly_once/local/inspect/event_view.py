@@ -9,9 +9,9 @@ from typing import Any
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from exactly_once.errors import CliError
+from exactly_once.errors import InspectError
+from exactly_once.local.inspect.delivery import shown_utc
 from exactly_once.local.observe import event_log
-from exactly_once.local.observe.delivery import shown_utc
 from exactly_once.local.observe.timeline import UPDATE
 from exactly_once.local.storage.warehouse import Warehouse
 
@@ -22,7 +22,7 @@ _SHOWN_PHASES = 3  # the phases a timeline line names, by own seconds
 def updates(spark: SparkSession, warehouse: Warehouse) -> list[str]:
     """The update IDs of the event log, newest first."""
     if not warehouse.event_log_path().is_dir():
-        raise CliError(f"no event log in {warehouse.root}; run the pipeline first")
+        raise InspectError(f"no event log in {warehouse.root}; run the pipeline first")
     rows = (event_log.read(spark, warehouse).groupBy("origin.update_id")
             .agg(F.max("sequence.control_plane_seq_no").alias("last"))
             .orderBy(F.desc("last")).collect())
@@ -35,8 +35,8 @@ def choose_update(known: list[str], wanted: str) -> str:
         return known[0]
     matches = [u for u in known if u.startswith(wanted)]
     if len(matches) != 1:
-        raise CliError(f"no update `{wanted}` in the event log; its updates (newest first): "
-                       f"{', '.join(known[:5])}{' ...' if len(known) > 5 else ''}")
+        raise InspectError(f"no update `{wanted}` in the event log; its updates (newest "
+                           f"first): {', '.join(known[:5])}{' ...' if len(known) > 5 else ''}")
     return matches[0]
 
 
@@ -47,8 +47,8 @@ def event_lines(spark: SparkSession, warehouse: Warehouse, update: str,
     if flow is not None:
         flows = sorted({r.origin.flow_name for r in rows if r.origin.flow_name})
         if flow not in flows:
-            raise CliError(f"no events of flow `{flow}` in update {update}; its flows are "
-                           f"{', '.join(flows)}")
+            raise InspectError(f"no events of flow `{flow}` in update {update}; its flows are "
+                               f"{', '.join(flows)}")
         rows = [r for r in rows if r.origin.flow_name == flow]
     return [event_line(r) for r in rows]
 

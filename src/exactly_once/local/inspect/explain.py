@@ -3,8 +3,8 @@
 `explain_keys` reads the keys' rows from every table of their topic (explain_reads.py), judges
 each delivery (verdicts.py) and adds the keys' current rows in each gold table. Nothing here
 re-runs the pipeline's logic: the verdicts say what the tables hold. A warehouse, table, key or
-event that is not there is a `CliError` naming what is (checked before anything is read where
-it can be: `explainable_topic`).
+event that is not there is an `InspectError` naming what is (checked before anything is read
+where it can be: `explainable_topic`).
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ from typing import Any
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from exactly_once.errors import CliError
+from exactly_once.errors import InspectError
 from exactly_once.local.auto_cdc.changes import IS_DELETE, SEQUENCE
 from exactly_once.local.auto_cdc.scd2 import START_AT
-from exactly_once.local.observe import preview
-from exactly_once.local.observe.delivery import Delivery, describe_change, sequence_of
-from exactly_once.local.observe.explain_reads import (
+from exactly_once.local.inspect import preview
+from exactly_once.local.inspect.delivery import Delivery, describe_change, sequence_of
+from exactly_once.local.inspect.explain_reads import (
     GOLD,
     CurrentStateGold,
     KeyRows,
@@ -31,7 +31,8 @@ from exactly_once.local.observe.explain_reads import (
     gold_tables,
     read_key_rows,
 )
-from exactly_once.local.observe.verdicts import deliveries_of
+from exactly_once.local.inspect.gold_verdicts import StoredChange
+from exactly_once.local.inspect.verdicts import deliveries_of
 from exactly_once.local.storage import delta_log
 from exactly_once.local.storage.warehouse import Warehouse
 from exactly_once.settings.pipeline import Settings, TopicSettings
@@ -80,15 +81,15 @@ def explainable_topic(warehouse: Path, settings: Settings, table: str) -> TopicS
     """The topic of `table`, once the warehouse and the table are known to exist."""
     tables = explainable(settings)
     if table not in tables:
-        raise CliError(f"cannot explain a key of `{table}`; explain one of "
-                       f"{', '.join(tables)}, or an event with --event")
+        raise InspectError(f"cannot explain a key of `{table}`; explain one of "
+                           f"{', '.join(tables)}, or an event with --event")
     preview.require_table(Warehouse(warehouse), table)
     return tables[table]
 
 
 def require_warehouse(warehouse: Path) -> None:
     if not warehouse.is_dir():
-        raise CliError(f"no warehouse at {warehouse}; run `exactly-once run` first")
+        raise InspectError(f"no warehouse at {warehouse}; run `exactly-once run` first")
 
 
 def explain_keys(spark: SparkSession, warehouse: Path, settings: Settings, table: str,
@@ -104,7 +105,7 @@ def explain_key(spark: SparkSession, warehouse: Path, settings: Settings, table:
                 key: str) -> Explanation:
     (explanation,) = explain_keys(spark, warehouse, settings, table, [key])
     if not explanation.deliveries and not any(g.rows for g in explanation.gold):
-        raise CliError(_no_key(spark, warehouse, explanation.topic, key))
+        raise InspectError(_no_key(spark, warehouse, explanation.topic, key))
     return explanation
 
 
@@ -125,7 +126,7 @@ def explain_event(spark: SparkSession, warehouse: Path, settings: Settings,
             explanation.deliveries = [d for d in explanation.deliveries
                                       if d.event.get("event_id") == event_id]
             return explanation
-    raise CliError(_no_event(spark, wh, settings, event_id))
+    raise InspectError(_no_event(spark, wh, settings, event_id))
 
 
 def _keys_of_event(spark: SparkSession, warehouse: Warehouse, topic: TopicSettings,
@@ -175,13 +176,14 @@ def _gold_rows(rows: KeyRows, key: str, deliveries: list[Delivery]) \
             return tuple(value[c] for c in seq_by)
 
         current = [r for r in rows.gold_rows.get(gold.current, []) if r.get(entity) == key]
-        state = sorted((rank(r[SEQUENCE]), r[IS_DELETE]) for r in
-                       rows.state_rows.get(gold.current, []) if r.get(entity) == key)
+        stored = max((StoredChange(rank(r[SEQUENCE]), r[IS_DELETE]) for r in
+                      rows.state_rows.get(gold.current, []) if r.get(entity) == key),
+                     default=None)
         if current:
             at = describe_change(sequence_of(current[0], seq_by), seq_by)
             summary = f"the current row, at {at}"
-        elif state and state[-1][1]:
-            at = describe_change(state[-1][0], seq_by)
+        elif stored is not None and stored.deleted:
+            at = describe_change(stored.rank, seq_by)
             summary = f"no row: deleted at {at}; the tombstone keeps older events out"
         else:
             summary = "no row yet"

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from exactly_once.local.observe.explain_reads import Row
+from exactly_once.local.inspect.explain_reads import Row
 
 QUARANTINED = "quarantined"
 REDELIVERY = "redelivery"

@@ -16,9 +16,12 @@ key's gold rows and AUTO CDC state (verdicts.py judges the rest).
 
 from __future__ import annotations
 
+from collections import defaultdict
+from typing import NamedTuple
+
 from exactly_once.local.auto_cdc.changes import IS_DELETE, SEQUENCE
 from exactly_once.local.auto_cdc.scd2 import END_AT, START_AT
-from exactly_once.local.observe.delivery import (
+from exactly_once.local.inspect.delivery import (
     APPLIED,
     LATE,
     PENDING,
@@ -31,36 +34,63 @@ from exactly_once.local.observe.delivery import (
     describe_change,
     sequence_of,
 )
-from exactly_once.local.observe.explain_reads import CurrentStateGold, KeyRows, LedgerGold, Row
+from exactly_once.local.inspect.explain_reads import CurrentStateGold, KeyRows, LedgerGold, Row
 from exactly_once.transforms.silver import ARRIVED_LATE, VALUE_DIGEST
 
 
-def judge_current_state(rows: KeyRows, key: str, reached: list[Trail]) -> None:
+class GoldVerdict(NamedTuple):
+    """What gold says of one delivery silver holds: its verdict, and what the history adds."""
+
+    verdict: Verdict
+    notes: tuple[str, ...] = ()
+
+
+class StoredChange(NamedTuple):
+    """The key's change in the SCD1 state table: the newest one gold applied."""
+
+    rank: tuple  # the change's `sequence_by` values, in that order
+    deleted: bool
+
+
+class Carried(NamedTuple):
+    """A change a delivery carried into gold, and where that delivery stands in log order."""
+
+    rank: tuple
+    place: int  # its index among the deliveries judged
+    delivery: Delivery
+
+
+def judge_current_state(rows: KeyRows, key: str, reached: list[Trail]) -> list[GoldVerdict]:
+    """The verdict of each delivery in `reached` (silver holds them; log order) for a
+    current-state topic, in that order: a redelivery gold ignored, stale, pending, or applied
+    (tombstoned), each with where the SCD2 history placed its change."""
     gold = rows.gold
     assert isinstance(gold, CurrentStateGold)
     topic = rows.topic
     seq_by = topic.sequence_by
-    state = [(tuple(r[SEQUENCE][c] for c in seq_by), r[IS_DELETE])
+    state = [StoredChange(tuple(r[SEQUENCE][c] for c in seq_by), r[IS_DELETE])
              for r in rows.state_rows.get(gold.current, []) if r.get(topic.key) == key]
-    stored = max(state, default=None)  # the key's stored change: the newest applied
+    stored = max(state, default=None)
     journal = {tuple(r[SEQUENCE][c] for c in seq_by)
                for r in rows.state_rows.get(gold.history, []) if r.get(topic.key) == key}
     versions = sorted((r for r in rows.gold_rows.get(gold.history, [])
                        if r.get(topic.key) == key),
                       key=lambda r: tuple(r[START_AT][c] for c in seq_by))
 
+    verdicts: dict[int, Verdict] = {}
+    notes: dict[int, list[str]] = defaultdict(list)
     first_of: dict[tuple, Trail] = {}
-    newest: tuple[tuple, Delivery] | None = None
-    applied: list[tuple[tuple, Delivery]] = []
-    for trail in reached:
+    newest: Carried | None = None  # the newest change applied so far, in log order
+    applied: list[Carried] = []
+    for place, trail in enumerate(reached):
         delivery, row = trail.delivery, trail.silver
         assert row is not None
         rank = sequence_of(row, seq_by)
         deletes = row.get("event_type") in topic.delete_event_types
         if rank in first_of:  # silver let it through
             earlier = first_of[rank].delivery
-            newer = newest[0] if newest is not None and newest[0] > rank else None
-            delivery.verdict = Verdict(
+            newer = newest.rank if newest is not None and newest.rank > rank else None
+            verdicts[place] = Verdict(
                 REDELIVERY, f"of {earlier.position}, which silver let through "
                 f"({_why_not_dropped(first_of[rank], trail)}): {gold.current} ignored it, "
                 + (f"older than {describe_change(newer, seq_by)}" if newer else
@@ -69,38 +99,49 @@ def judge_current_state(rows: KeyRows, key: str, reached: list[Trail]) -> None:
                 lost_to=dict(zip(seq_by, newer, strict=True)) if newer else None)
             continue
         first_of[rank] = trail
-        if newest is not None and rank < newest[0]:
-            delivery.verdict = Verdict(
+        if newest is not None and rank < newest.rank:
+            verdicts[place] = Verdict(
                 STALE, f"{gold.current} ignored it: older than "
-                f"{describe_change(newest[0], seq_by)}, delivered before it at "
-                f"{newest[1].position}", gold.current,
-                lost_to=dict(zip(seq_by, newest[0], strict=True)))
-        elif stored is None or rank > stored[0]:
-            delivery.verdict = Verdict(PENDING, f"{gold.current} has not read it yet",
-                                       gold.current)
+                f"{describe_change(newest.rank, seq_by)}, delivered before it at "
+                f"{newest.delivery.position}", gold.current,
+                lost_to=dict(zip(seq_by, newest.rank, strict=True)))
+        elif stored is None or rank > stored.rank:
+            verdicts[place] = Verdict(PENDING, f"{gold.current} has not read it yet",
+                                      gold.current)
         else:
-            newest = (rank, delivery)
-            applied.append((rank, delivery))
+            newest = Carried(rank, place, delivery)
+            applied.append(newest)
         if rank in journal:
-            delivery.notes.append(_history_note(gold.history, rank, deletes, versions, seq_by))
-        elif delivery.verdict is None or delivery.verdict.kind != PENDING:
-            delivery.notes.append(f"{gold.history} has not read it yet")
+            notes[place].append(_history_note(gold.history, rank, deletes, versions, seq_by))
+        elif place not in verdicts or verdicts[place].kind != PENDING:
+            notes[place].append(f"{gold.history} has not read it yet")
 
-    for i, (rank, delivery) in enumerate(applied):
-        deletes = delivery.event.get("event_type") in topic.delete_event_types
+    verdicts.update(_applied(applied, stored, gold.current, topic.delete_event_types, seq_by))
+    return [GoldVerdict(verdicts[place], tuple(notes[place])) for place in range(len(reached))]
+
+
+def _applied(applied: list[Carried], stored: StoredChange | None, current: str,
+             delete_event_types: tuple[str, ...],
+             seq_by: tuple[str, ...]) -> dict[int, Verdict]:
+    """The verdicts of the changes gold applied (log order), by place: each says what came of
+    its row after it (superseded, re-created, still current, or deleted for good)."""
+    verdicts = {}
+    for i, change in enumerate(applied):
+        deletes = change.delivery.event.get("event_type") in delete_event_types
         after = applied[i + 1] if i + 1 < len(applied) else None
         if after is not None:
-            then = (f"; re-created by {describe_change(after[0], seq_by)}" if deletes else
-                    f"; superseded by {describe_change(after[0], seq_by)}")
-        elif stored is not None and rank == stored[0]:
+            then = (f"; re-created by {describe_change(after.rank, seq_by)}" if deletes else
+                    f"; superseded by {describe_change(after.rank, seq_by)}")
+        elif stored is not None and change.rank == stored.rank:
             then = ("; the key stays deleted (its tombstone keeps older events out)"
-                    if deletes else f"; the current row of {gold.current}")
+                    if deletes else f"; the current row of {current}")
         else:  # the newer change stored has no delivery left in the tables
-            then = f"; superseded by {describe_change(stored[0], seq_by)}" if stored else ""
-        delivery.verdict = Verdict(
+            then = f"; superseded by {describe_change(stored.rank, seq_by)}" if stored else ""
+        verdicts[change.place] = Verdict(
             TOMBSTONED if deletes else APPLIED,
-            (f"{describe_change(rank, seq_by)} deleted the row of {gold.current}" if deletes
-             else f"{describe_change(rank, seq_by)} in {gold.current}") + then, gold.current)
+            (f"{describe_change(change.rank, seq_by)} deleted the row of {current}" if deletes
+             else f"{describe_change(change.rank, seq_by)} in {current}") + then, current)
+    return verdicts
 
 
 def _why_not_dropped(first: Trail, copy: Trail) -> str:
@@ -133,35 +174,39 @@ def _history_note(history: str, rank: tuple, deletes: bool, versions: list[Row],
     return f"{history}: in the journal, in no version (an earlier delete closed it)"
 
 
-def judge_ledger(rows: KeyRows, key: str, reached: list[Trail]) -> None:
+def judge_ledger(rows: KeyRows, key: str, reached: list[Trail]) -> list[GoldVerdict]:
+    """The verdict of each delivery in `reached` (silver holds them; log order) for a ledger
+    topic, in that order: deliveries in time first (applied, a redelivery, pending), then those
+    that arrived too late (late: kept aside or without effect, or pending)."""
     gold = rows.gold
     assert isinstance(gold, LedgerGold)
     ledger = {r["event_id"]: r for r in rows.gold_rows.get(gold.ledger, [])
               if r.get(rows.topic.key) == key}
     kept_aside = {r["event_id"]: r for r in rows.gold_rows.get(gold.late, [])}
+    verdicts: dict[int, Verdict] = {}
     in_time: dict[str, Trail] = {}
-    for trail in reached:
-        delivery, row = trail.delivery, trail.silver
+    for place, trail in enumerate(reached):
+        row = trail.silver
         assert row is not None
         event_id = row["event_id"]
         if row.get(ARRIVED_LATE):
             continue
         if event_id in in_time:
             first = in_time[event_id].delivery
-            delivery.verdict = Verdict(
+            verdicts[place] = Verdict(
                 REDELIVERY, f"of {first.position}, which silver let through "
                 f"({_why_not_dropped(in_time[event_id], trail)}): {gold.ledger} already holds "
                 f"event {event_id}", gold.ledger, of=(first.partition, first.offset))
         elif event_id in ledger:
             in_time[event_id] = trail
-            delivery.verdict = Verdict(
+            verdicts[place] = Verdict(
                 APPLIED, f"event {event_id} in {gold.ledger}: +{ledger[event_id].get('xp')} "
                 "XP", gold.ledger)
         else:
-            delivery.verdict = Verdict(PENDING, f"{gold.ledger} has not read it yet",
-                                       gold.ledger)
-    for trail in reached:
-        delivery, row = trail.delivery, trail.silver
+            verdicts[place] = Verdict(PENDING, f"{gold.ledger} has not read it yet",
+                                      gold.ledger)
+    for place, trail in enumerate(reached):
+        row = trail.silver
         assert row is not None
         event_id = row["event_id"]
         if not row.get(ARRIVED_LATE):
@@ -171,11 +216,12 @@ def judge_ledger(rows: KeyRows, key: str, reached: list[Trail]) -> None:
             applied = in_time[event_id].delivery if event_id in in_time else None
             where = f"from {applied.position}, delivered in time" if applied else \
                 "from a delivery in time"
-            delivery.verdict = Verdict(
+            verdicts[place] = Verdict(
                 LATE, f"{late}: not applied; the grant was applied {where}", gold.ledger,
                 of=(applied.partition, applied.offset) if applied else None)
         elif event_id in kept_aside:
-            delivery.verdict = Verdict(
+            verdicts[place] = Verdict(
                 LATE, f"{late}: kept aside in {gold.late}, not applied", gold.late)
         else:
-            delivery.verdict = Verdict(PENDING, f"{gold.late} has not read it yet", gold.late)
+            verdicts[place] = Verdict(PENDING, f"{gold.late} has not read it yet", gold.late)
+    return [GoldVerdict(verdicts[place]) for place in range(len(reached))]

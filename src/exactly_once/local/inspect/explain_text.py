@@ -13,8 +13,8 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from exactly_once.local.observe.delivery import Delivery, iso_utc
-from exactly_once.local.observe.explain import Explanation
+from exactly_once.local.inspect.delivery import Delivery, iso_utc
+from exactly_once.local.inspect.explain import Explanation
 
 VALUE_SHOWN = 60  # characters of a quarantined value the text shows
 

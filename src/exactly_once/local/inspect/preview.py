@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame, SparkSession
 
-from exactly_once.errors import CliError
+from exactly_once.errors import InspectError
 from exactly_once.local.storage import delta_log
 from exactly_once.local.storage.warehouse import PIPELINE_DIR, Warehouse
 
@@ -19,12 +19,12 @@ def table_names(warehouse: Warehouse) -> list[str]:
 
 def require_table(warehouse: Warehouse, name: str) -> None:
     if not warehouse.root.is_dir():
-        raise CliError(f"no warehouse at {warehouse.root}; run `exactly-once run` first")
+        raise InspectError(f"no warehouse at {warehouse.root}; run `exactly-once run` first")
     if not warehouse.has_table(name):
         names = table_names(warehouse)
-        raise CliError(f"no table `{name}` in {warehouse.root}; "
-                       + (f"its tables are {', '.join(names)}" if names
-                          else "it has no tables yet; run `exactly-once run` first"))
+        raise InspectError(f"no table `{name}` in {warehouse.root}; "
+                           + (f"its tables are {', '.join(names)}" if names
+                              else "it has no tables yet; run `exactly-once run` first"))
 
 
 def table(spark: SparkSession, warehouse: Warehouse, name: str) -> tuple[DataFrame, int, int]:
