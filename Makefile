@@ -104,13 +104,13 @@ cluster-stop: setup
 
 # A local S3-compatible object store (versitygw, built below) on 127.0.0.1:9000, bucket `lake`.
 s3-start: setup s3-server s3a-jars
-	$(BIN)/python -m exactly_once.local.storage.s3_server start 9000
+	$(BIN)/python -m exactly_once.services.s3_server start 9000
 s3-stop: setup
-	$(BIN)/python -m exactly_once.local.storage.s3_server stop
+	$(BIN)/python -m exactly_once.services.s3_server stop
 
 clean:
 	-$(BIN)/exactly-once cluster stop
-	-$(BIN)/python -m exactly_once.local.storage.s3_server stop
+	-$(BIN)/python -m exactly_once.services.s3_server stop
 	-$(BIN)/exactly-once broker stop
 	rm -rf .local
 

@@ -28,8 +28,9 @@ from pathlib import Path
 from _common import REPO, commit, stream_records
 
 from exactly_once.kafka.kcat import write_kcat_jsonl
-from exactly_once.local.engine import cluster
 from exactly_once.local.engine.session import build_session
+from exactly_once.services import cluster
+from exactly_once.services.processes import free_port
 
 GOLD = ("orders", "orders_history", "player_xp_ledger", "player_xp", "late_events")
 
@@ -77,7 +78,7 @@ def main() -> None:
         print(f"{len(records):,} records ({args.events:,} events)")
         local = run(dump, root / "local", root / "home", None)
         print(f"local[2]:          {local[0]:7.1f} s whole process, update {local[1]:.1f} s")
-        info = cluster.start(root / "cluster", port=cluster.free_port())
+        info = cluster.start(root / "cluster", port=free_port())
         try:
             on_cluster = run(dump, root / "on-cluster", root / "home", info.url)
         finally:

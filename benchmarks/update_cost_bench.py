@@ -311,7 +311,7 @@ def ab(tree: Path, work: Path) -> dict[str, float]:
     return results
 
 
-# -- engine: `exactly-once run` processes sent to a warm resident engine (cli/resident.py) -------
+# -- engine: `exactly-once run` processes sent to a warm resident engine (cli/engine_server.py)
 def engine(tree: Path, work: Path) -> dict[str, float]:
     """The engine started, a 1,000-event history, then updates of ~100 new records and the demo's
     6,300 records, each an `exactly-once run` process sent to the engine."""

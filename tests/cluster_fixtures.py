@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from exactly_once.local.engine import cluster
-from exactly_once.local.storage import s3_server
+from exactly_once.services import cluster, s3_server
+from exactly_once.services.processes import free_port
 
 
 @pytest.fixture(scope="session")
 def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[cluster.ClusterInfo]:
     home = tmp_path_factory.mktemp("cluster")
-    info = cluster.start(home, port=cluster.free_port())
+    info = cluster.start(home, port=free_port())
     try:
         yield info
     finally:
@@ -33,7 +33,7 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[cluster.
 @pytest.fixture(scope="session")
 def s3_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[s3_server.S3Server]:
     home = tmp_path_factory.mktemp("s3")
-    server = s3_server.start(home, port=cluster.free_port())
+    server = s3_server.start(home, port=free_port())
     try:
         yield server
     finally:

@@ -12,13 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from exactly_once.kafka import broker
+from exactly_once.services import broker
+from exactly_once.services.processes import free_port
 
 
 @pytest.fixture(scope="session")
 def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[broker.BrokerInfo]:
     home = tmp_path_factory.mktemp("kafka")
-    info = broker.start(port=broker.free_port(), home=home, timeout=90)
+    info = broker.start(port=free_port(), home=home, timeout=90)
     try:
         yield info
     finally:
@@ -29,7 +30,7 @@ def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[broker.Br
 def own_broker(tmp_path: Path) -> Iterator[broker.BrokerInfo]:
     """A broker of the test's own, which it may kill or restart: the session's is shared."""
     home = tmp_path / "kafka"
-    info = broker.start(port=broker.free_port(), home=home)
+    info = broker.start(port=free_port(), home=home)
     try:
         yield info
     finally:

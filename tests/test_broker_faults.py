@@ -29,10 +29,11 @@ from test_end_to_end import assert_tables_match, consume_all
 
 from exactly_once import cli as cli_module
 from exactly_once.errors import DataLossError, SourceUnavailableError
-from exactly_once.kafka import broker
+from exactly_once.kafka import admin as kafka_admin
 from exactly_once.kafka.kcat import KafkaRecord
 from exactly_once.kafka.producer import produce_records
 from exactly_once.local.execution.pipeline import run_pipeline
+from exactly_once.services import broker
 from exactly_once.settings.pipeline import load_settings
 
 pytestmark = pytest.mark.kafka
@@ -89,7 +90,7 @@ def at(minutes: int) -> str:
 def test_a_broker_killed_mid_update_ends_it_in_one_line_and_the_next_run_completes(
         spark, own_broker, tmp_path):
     bootstrap = own_broker.bootstrap
-    broker.ensure_topics(bootstrap, dict.fromkeys(TOPICS, 2))
+    kafka_admin.ensure_topics(bootstrap, dict.fromkeys(TOPICS, 2))
     records = [KafkaRecord("orders", f"o{i}", json.dumps(order(
         f"o{i}-{s}", f"o{i}", s, occurred_at=at(s)))) for i in range(3) for s in (1, 2)]
     records += [KafkaRecord("player-rewards", f"p{i}", json.dumps(reward(
@@ -137,7 +138,7 @@ def test_the_configured_timeouts_keep_the_bound():
 
 def set_retention(bootstrap: str, topics: list[str], ms: str | None) -> None:
     """Gives the topics a `retention.ms` of their own, or (None) the broker's back: keep all."""
-    admin = AdminClient(broker.client_config(bootstrap))
+    admin = AdminClient(kafka_admin.client_config(bootstrap))
     change = ConfigEntry("retention.ms", ms, incremental_operation=AlterConfigOpType.SET) \
         if ms is not None else ConfigEntry("retention.ms", "",
                                            incremental_operation=AlterConfigOpType.DELETE)
@@ -158,7 +159,7 @@ def wait_for_log_start(bootstrap: str, expected: dict[tuple[str, int], int],
                        timeout: float = 60) -> None:
     """Polls until retention has moved each partition's log start offset to `expected`."""
     deadline = time.monotonic() + timeout
-    while (starts := broker.log_start_offsets(bootstrap, list(expected))) != expected:
+    while (starts := kafka_admin.log_start_offsets(bootstrap, list(expected))) != expected:
         if time.monotonic() > deadline:
             pytest.fail(f"retention left the log start offsets at {starts}, not {expected}")
         time.sleep(0.5)
@@ -168,7 +169,7 @@ def wait_for_log_start(bootstrap: str, expected: dict[tuple[str, int], int],
 def test_records_deleted_by_retention_before_they_were_read_stop_the_update_in_one_line(
         spark, in_session, own_broker, tmp_path, capsys):
     bootstrap = own_broker.bootstrap
-    broker.ensure_topics(bootstrap, {"orders": 2, "player-rewards": 1})
+    kafka_admin.ensure_topics(bootstrap, {"orders": 2, "player-rewards": 1})
 
     def grant(i: int) -> KafkaRecord:
         return KafkaRecord("player-rewards", "p1", json.dumps(reward(f"g{i}", "p1", i,

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from exactly_once.kafka.broker import free_port
 from exactly_once.kafka.kcat import read_kcat_jsonl
+from exactly_once.services.processes import free_port
 
 
 def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:

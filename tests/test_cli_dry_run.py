@@ -9,8 +9,8 @@ from textwrap import dedent
 import pytest
 
 from exactly_once import cli
-from exactly_once.kafka.broker import free_port
 from exactly_once.paths import PIPELINES_DIR
+from exactly_once.services.processes import free_port
 
 ERROR = "exactly-once: error: "
 

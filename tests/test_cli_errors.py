@@ -45,7 +45,7 @@ from exactly_once.local.execution.refresh import RefreshSelection, plan_refresh
 from exactly_once.local.graph import expectations
 from exactly_once.local.graph.registry import PipelineGraph
 from exactly_once.local.storage.lock import WarehouseLock
-from exactly_once.processes import free_port
+from exactly_once.services.processes import free_port
 
 ERROR = "exactly-once: error: "
 TESTED: set[type[ExactlyOnceError]] = set()

@@ -29,11 +29,12 @@ from exactly_once.errors import ObjectStoreError
 from exactly_once.kafka.producer import produce_records
 from exactly_once.local.auto_cdc import snapshot_versions
 from exactly_once.local.auto_cdc.snapshot_versions import AppliedSnapshot
-from exactly_once.local.engine import cluster
 from exactly_once.local.execution.pipeline import run_pipeline
 from exactly_once.local.storage import files
 from exactly_once.local.storage.lock import WarehouseLock
-from exactly_once.local.storage.s3_server import S3Server
+from exactly_once.services import cluster
+from exactly_once.services.processes import free_port, pid_alive, reap
+from exactly_once.services.s3_server import S3Server
 from exactly_once.settings.engine import ObjectStoreSettings
 
 pytestmark = pytest.mark.kafka
@@ -140,7 +141,7 @@ import sys, time
 from pathlib import Path
 from pyspark.sql import functions as F
 from exactly_once.settings.engine import load_engine
-from exactly_once.local.engine import cluster
+from exactly_once.services import cluster
 from exactly_once.local.engine.deployment import deployment
 from exactly_once.local.engine.materialize import computed_once
 from exactly_once.local.engine.session import build_session
@@ -233,7 +234,7 @@ def test_a_snapshot_flow_s_version_log_is_on_the_store(s3_store, monkeypatch, tm
 def test_cluster_commands(tmp_path, capsys):
     """Start twice is harmless, a port in use and a dead worker are one line each, stop
     leaves no process; a bad or silent master is one line before any JVM starts."""
-    home, port = tmp_path / "cluster", cluster.free_port()
+    home, port = tmp_path / "cluster", free_port()
     start = ["cluster", "start", "--port", str(port), "--workers", "1", "--home", str(home)]
     assert main(start) == 0
     first = cluster.status(home)
@@ -244,8 +245,8 @@ def test_cluster_commands(tmp_path, capsys):
     assert first is not None
     cluster.kill_worker(first, 1)
     deadline = time.monotonic() + 10
-    while cluster.pid_alive(first.workers[0].pid) and time.monotonic() < deadline:
-        cluster.reap(first.workers[0].pid)
+    while pid_alive(first.workers[0].pid) and time.monotonic() < deadline:
+        reap(first.workers[0].pid)
         time.sleep(0.05)
     assert main(["cluster", "status", "--home", str(home)]) == 1
     assert main(["cluster", "stop", "--home", str(home)]) == 0
@@ -253,7 +254,7 @@ def test_cluster_commands(tmp_path, capsys):
     assert main(["cluster", "status", "--home", str(home)]) == 3
 
     dump = write_tiny_dump(tmp_path / "dump.jsonl")
-    for master in ("spark://nowhere", f"spark://127.0.0.1:{cluster.free_port()}"):
+    for master in ("spark://nowhere", f"spark://127.0.0.1:{free_port()}"):
         assert main(["run", "--master", master, "--source", f"file:{dump}",
                      "--warehouse", str(tmp_path / "warehouse")]) == 1
     errors = [line for line in capsys.readouterr().err.splitlines() if line]

@@ -12,11 +12,11 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from reference import Delivered, expected_tables
 
-from exactly_once.kafka import broker
-from exactly_once.kafka.broker import ensure_topics
+from exactly_once.kafka.admin import ensure_topics
 from exactly_once.kafka.generator import GeneratorConfig, generate_stream
 from exactly_once.kafka.producer import produce_records
 from exactly_once.local.execution.pipeline import run_pipeline
+from exactly_once.services import broker
 from exactly_once.settings.pipeline import Settings, load_settings
 
 pytestmark = pytest.mark.kafka

@@ -10,11 +10,13 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from exactly_once.kafka import broker
-from exactly_once.kafka.broker import BrokerError
+from exactly_once.errors import BrokerError
+from exactly_once.kafka import admin
 from exactly_once.kafka.generator import GeneratorConfig, generate_stream
 from exactly_once.kafka.kcat import KafkaRecord
 from exactly_once.kafka.producer import ProducerError, produce_records
+from exactly_once.services import broker
+from exactly_once.services.processes import free_port
 
 pytestmark = pytest.mark.kafka
 
@@ -61,20 +63,20 @@ def test_start_on_a_port_someone_else_listens_on_fails(tmp_path):
 def test_missing_jars_tell_to_run_make_setup(tmp_path, monkeypatch):
     monkeypatch.setattr(broker, "BROKER_JARS", tmp_path / "no-jars")
     with pytest.raises(BrokerError, match="make setup"):
-        broker.start(port=broker.free_port(), home=tmp_path / "home")
+        broker.start(port=free_port(), home=tmp_path / "home")
 
 
 def test_ensure_topics_is_idempotent(kafka_broker):  
     topics = {"idem-a": 3, "idem-b": 1}
-    broker.ensure_topics(kafka_broker.bootstrap, topics)
-    broker.ensure_topics(kafka_broker.bootstrap, topics)
+    admin.ensure_topics(kafka_broker.bootstrap, topics)
+    admin.ensure_topics(kafka_broker.bootstrap, topics)
     counts = _partition_counts(kafka_broker.bootstrap)
     assert {name: counts[name] for name in topics} == topics
 
 
 def test_produced_records_come_back_unchanged(kafka_broker):  
     topic = "round-trip"
-    broker.ensure_topics(kafka_broker.bootstrap, {topic: 3})
+    admin.ensure_topics(kafka_broker.bootstrap, {topic: 3})
     sent = [
         KafkaRecord(topic, "k-1", '{"n": 1}', partition=2, timestamp_ms=1793491200000,
                     headers=(("producer", "test"), ("attempt", "1"))),
@@ -97,7 +99,7 @@ def test_produced_records_come_back_unchanged(kafka_broker):
 
 def test_same_key_lands_on_one_partition(kafka_broker):  
     topic = "keyed"
-    broker.ensure_topics(kafka_broker.bootstrap, {topic: 4})
+    admin.ensure_topics(kafka_broker.bootstrap, {topic: 4})
     sent = [KafkaRecord(topic, f"key-{i % 5}", str(i)) for i in range(50)]
     assert produce_records(kafka_broker.bootstrap, sent) == 50
     received = _consume_all(kafka_broker.bootstrap, topic, 50)
@@ -113,7 +115,7 @@ def test_same_key_lands_on_one_partition(kafka_broker):
 
 
 def test_producing_to_an_unreachable_broker_fails_fast():
-    port = broker.free_port()
+    port = free_port()
     started = time.monotonic()
     with pytest.raises(ProducerError, match="not delivered"):
         produce_records(f"127.0.0.1:{port}", [KafkaRecord("orders", "k", "v")], timeout=30)
@@ -121,7 +123,7 @@ def test_producing_to_an_unreachable_broker_fails_fast():
 
 
 def test_stop_stops_and_forgets(tmp_path):
-    info = broker.start(port=broker.free_port(), home=tmp_path)
+    info = broker.start(port=free_port(), home=tmp_path)
     assert broker.status(tmp_path) == info
     assert broker.stop(tmp_path) is True
     assert broker.status(tmp_path) is None
@@ -134,7 +136,7 @@ def test_a_generated_stream_publishes_completely(kafka_broker):
     config = GeneratorConfig(events=300, orders=30, players=10, seed=3,
                              orders_topic="gen-orders", rewards_topic="gen-rewards")
     records = generate_stream(config)
-    broker.ensure_topics(kafka_broker.bootstrap, {"gen-orders": 2, "gen-rewards": 2})
+    admin.ensure_topics(kafka_broker.bootstrap, {"gen-orders": 2, "gen-rewards": 2})
     assert produce_records(kafka_broker.bootstrap, records) == len(records)
     expected = sorted((r.key or "", r.payload) for r in records if r.topic == "gen-orders")
     received = _consume_all(kafka_broker.bootstrap, "gen-orders", len(expected))
@@ -146,5 +148,5 @@ def test_a_broker_that_dies_on_startup_reports_its_log(tmp_path):
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "meta.properties").write_text("version=1\nnode.id=99\n")  # wrong node
     with pytest.raises(BrokerError, match="exited during startup"):
-        broker.start(port=broker.free_port(), home=tmp_path, timeout=60)
+        broker.start(port=free_port(), home=tmp_path, timeout=60)
     assert broker.status(tmp_path) is None

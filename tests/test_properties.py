@@ -48,7 +48,7 @@ from reference import (
     xp_totals,
 )
 
-from exactly_once.kafka.broker import ensure_topics
+from exactly_once.kafka.admin import ensure_topics
 from exactly_once.kafka.kcat import KafkaRecord, write_kcat_jsonl
 from exactly_once.kafka.producer import produce_records
 from exactly_once.local.auto_cdc.changes import SEQUENCE

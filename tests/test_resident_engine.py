@@ -1,6 +1,7 @@
-"""The resident engine (cli/resident.py): `exactly-once` processes run their Spark commands in
-its warm session, with their own output, exit code, working directory and Ctrl-C; commands
-that need a session of their own stay in their process. One engine for the module."""
+"""The resident engine (services/engine.py, cli/engine_client.py, cli/engine_server.py):
+`exactly-once` processes run their Spark commands in its warm session, with their own output,
+exit code, working directory and Ctrl-C; commands that need a session of their own stay in
+their process. One engine for the module."""
 
 from __future__ import annotations
 
@@ -99,7 +100,7 @@ def test_ctrl_c_stops_the_command_and_the_engine_serves_the_next(engine, tmp_pat
 
 
 def test_commands_that_need_their_own_session_stay_in_their_process(engine):
-    from exactly_once.cli import build_parser, resident
+    from exactly_once.cli import build_parser, engine_client
     from exactly_once.paths import ENGINE_DIR
 
     home = engine / "engine"
@@ -107,12 +108,12 @@ def test_commands_that_need_their_own_session_stay_in_their_process(engine):
     parse = build_parser().parse_args
     saved = os.environ.pop("EXACTLY_ONCE_ENGINE", None)
     try:
-        assert resident.serves(parse(["show", "orders"]), home)
-        assert not resident.serves(parse(["run", "--master", "spark://127.0.0.1:7077"]), home)
-        assert not resident.serves(parse(["run", "--warehouse", "s3a://lake/w"]), home)
-        assert not resident.serves(parse(["generate", "--events", "5"]), home)
+        assert engine_client.serves(parse(["show", "orders"]), home)
+        assert not engine_client.serves(parse(["run", "--master", "spark://127.0.0.1:7077"]), home)
+        assert not engine_client.serves(parse(["run", "--warehouse", "s3a://lake/w"]), home)
+        assert not engine_client.serves(parse(["generate", "--events", "5"]), home)
         os.environ["EXACTLY_ONCE_ENGINE"] = "off"
-        assert not resident.serves(parse(["show", "orders"]), home)
+        assert not engine_client.serves(parse(["show", "orders"]), home)
     finally:
         os.environ.pop("EXACTLY_ONCE_ENGINE", None)
         if saved is not None:
@@ -130,7 +131,7 @@ def test_status_and_a_second_start(engine):
 def test_a_write_from_inside_a_send_follows_its_line():
     """A signal handler that prints while the command's thread is inside a send (Python runs
     handlers between the steps of a send it retries) gets its own line, after that one."""
-    from exactly_once.cli.resident import _Channel
+    from exactly_once.cli.engine_server import _Channel
 
     class Socket:
         def __init__(self) -> None:

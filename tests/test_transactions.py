@@ -32,7 +32,7 @@ from reference import (
     xp_totals,
 )
 
-from exactly_once.kafka.broker import client_config, ensure_topics
+from exactly_once.kafka.admin import client_config, ensure_topics
 from exactly_once.local.execution.pipeline import run_pipeline
 from exactly_once.local.storage.warehouse import Warehouse
 from exactly_once.settings.pipeline import load_settings

@@ -16,7 +16,7 @@
     exactly-once quality validate|dashboard    Great Expectations + Data Docs; the HTML dashboard
 
 One module per command, each with `add_parser(subparsers)`; this one only builds the parser
-and dispatches, to the resident engine when one runs (resident.py). Errors print one line
+and dispatches, to the resident engine when one runs (engine_client.py). Errors print one line
 and exit non-zero; nothing here is meant to end in a traceback.
 """
 
@@ -30,6 +30,7 @@ from exactly_once.cli import (
     cluster,
     dry_run,
     engine,
+    engine_client,
     events,
     explain,
     export_players,
@@ -37,7 +38,6 @@ from exactly_once.cli import (
     graph,
     produce,
     quality,
-    resident,
     run,
     show,
 )
@@ -59,8 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        if resident.serves(args):
-            return resident.forward(sys.argv[1:] if argv is None else argv)
+        if engine_client.serves(args):
+            return engine_client.forward(sys.argv[1:] if argv is None else argv)
         return args.handler(args)
     except ExactlyOnceError as err:
         print(f"exactly-once: error: {one_line(str(err))}", file=sys.stderr)

@@ -19,7 +19,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from exactly_once.kafka import broker
+    from exactly_once.services import broker
 
     if args.action == "start":
         info = broker.start(port=args.port, home=args.home)

@@ -1,5 +1,5 @@
 """`exactly-once cluster start|stop|status`: a Spark standalone cluster on this machine (a master
-and one-core workers on 127.0.0.1, local/engine/cluster.py) for `run --master spark://...`."""
+and one-core workers on 127.0.0.1, services/cluster.py) for `run --master spark://...`."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from exactly_once.local.engine import cluster
+    from exactly_once.services import cluster
 
     if args.action == "start":
         info = cluster.start(args.home, port=args.port, workers=args.workers)

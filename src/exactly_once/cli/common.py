@@ -86,15 +86,15 @@ def spark_for(args: argparse.Namespace, warehouse: StoragePath) -> SparkSession:
 
 
 def require_broker(bootstrap: str) -> None:
-    from exactly_once.kafka import broker
+    from exactly_once.kafka import admin
 
-    broker.require_reachable(bootstrap)
+    admin.require_reachable(bootstrap)
 
 
 def ensure_topics(settings: Settings) -> None:
-    from exactly_once.kafka import broker
+    from exactly_once.kafka import admin
 
-    broker.ensure_topics(settings.kafka.bootstrap_servers,
+    admin.ensure_topics(settings.kafka.bootstrap_servers,
                          {t.kafka_topic: TOPIC_PARTITIONS for t in settings.topics.values()})
 
 

@@ -1,6 +1,7 @@
 """`exactly-once engine start|stop|status`: the resident engine, a warm Spark session that the
-commands using Spark run in while it is up (cli/resident.py). Its socket, pid and log are in
-ENGINE_DIR (`.local/engine/`, under EXACTLY_ONCE_HOME when set), where the commands look."""
+commands using Spark run in while it is up (services/engine.py, cli/engine_server.py). Its
+socket, pid and log are in ENGINE_DIR (`.local/engine/`, under EXACTLY_ONCE_HOME when set),
+where the commands look."""
 
 from __future__ import annotations
 
@@ -16,16 +17,16 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from exactly_once.cli import resident
+    from exactly_once.services import engine
 
     if args.action == "start":
-        info = resident.start()
+        info = engine.start()
         print(f"Engine running (pid {info.pid}, socket {info.socket}, log {info.log}): commands "
               f"using Spark run in its warm session")
     elif args.action == "stop":
-        print("Engine stopped" if resident.stop() else "no engine was running")
+        print("Engine stopped" if engine.stop() else "no engine was running")
     else:
-        running = resident.status()
+        running = engine.status()
         if running is None:
             print("no engine running")
             return 3

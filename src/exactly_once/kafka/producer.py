@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from exactly_once.errors import ProducerError
-from exactly_once.kafka.broker import client_config
+from exactly_once.kafka.admin import client_config
 from exactly_once.kafka.kcat import KafkaRecord
 
 # A down broker must fail within seconds, not after librdkafka's default five minutes.

@@ -9,7 +9,6 @@
     jvm_processes.py    the child processes the JVM starts, recorded by Java Flight Recorder
     materialize.py      a batch's rows computed once, cut from their plan, safe from executor loss
     deployment.py       the master, the driver's address, what executors need (jars, S3A settings)
-    cluster.py          a Spark standalone cluster on this machine: a master and one-core workers
 
 The bottom wing: it imports no other wing.
 """

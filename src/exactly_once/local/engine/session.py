@@ -63,7 +63,7 @@ def _stderr_into(log: Path | None) -> Iterator[None]:
         os.close(saved)
 
 
-# The session of a resident engine (cli/resident.py), which every command it runs gets.
+# The session of a resident engine (cli/engine_server.py), which every command it runs gets.
 _resident: SparkSession | None = None
 
 

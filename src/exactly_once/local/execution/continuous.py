@@ -63,7 +63,7 @@ def parse_interval(text: str) -> float:
 def _say(text: str) -> None:
     """`text` on stderr from a signal handler: by os.write, not print, as the main thread may be
     inside a write to stderr right now; a stderr with no file descriptor (the resident engine's
-    stream to the command's process, cli/resident.py) takes writes made in between its own."""
+    stream to the command's process, cli/engine_server.py) takes writes made in between its own."""
     try:
         fd = sys.stderr.fileno()
     except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is both

@@ -24,7 +24,7 @@ import re
 from pyspark.sql import SparkSession
 
 from exactly_once.errors import DataLossError, FlowError, SourceUnavailableError
-from exactly_once.kafka.broker import log_start_offsets
+from exactly_once.kafka.admin import log_start_offsets
 from exactly_once.local.graph.expectations import error_text, failure_message
 from exactly_once.settings.pipeline import KafkaSettings, pipeline_settings
 

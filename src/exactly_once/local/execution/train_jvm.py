@@ -1,6 +1,6 @@
 """`make setup`'s training update: a tiny pipeline update in a JVM of its own, which writes the
 engine's class-data-sharing archive (`engine/class_archive.py`) as it exits. The resident
-engine (cli/resident.py) warms its session with the same updates.
+engine (cli/engine_server.py) warms its session with the same updates.
 
     python -m exactly_once.local.execution.train_jvm [ARCHIVE]   # what `make setup` runs
 """

@@ -52,7 +52,7 @@ class Warehouse:
 
     def __post_init__(self) -> None:
         # Spark's JVM resolves a relative path against its own working directory, which is
-        # not the command's when it runs in the resident engine (cli/resident.py).
+        # not the command's when it runs in the resident engine (cli/engine_server.py).
         if isinstance(self.root, Path) and not self.root.is_absolute():
             object.__setattr__(self, "root", self.root.absolute())
 

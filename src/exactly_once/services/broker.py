@@ -15,35 +15,19 @@ Several homes can run side by side on different ports (the tests do this).
 from __future__ import annotations
 
 import base64
-import concurrent.futures
-import json
-import logging
-import socket
 import subprocess
-import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-from confluent_kafka import KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from exactly_once.errors import BrokerError
+from exactly_once.kafka import admin
 from exactly_once.paths import BROKER_DIR, JARS_DIR
-from exactly_once.processes import free_port, terminate
-from exactly_once.processes import pid_alive as _pid_alive
-from exactly_once.processes import port_free as _port_free
-from exactly_once.processes import reap as _reap
+from exactly_once.services import lifecycle
+from exactly_once.services.processes import HOST, free_port, port_free, reap, terminate
 
 BROKER_JARS = JARS_DIR / "kafka-broker"
-HOST = "127.0.0.1"
 JVM_OPTS = ["-Xmx512m", "-Xms128m", "-XX:+UseSerialGC", "-Djava.awt.headless=true"]
-# librdkafka logs every refused connection; the callers only care about the final outcome.
-# Every client the project creates (admin, producer) logs here, through `client_config`.
-RDKAFKA_LOGGER = logging.getLogger("exactly_once.kafka.rdkafka")
-RDKAFKA_LOGGER.addHandler(logging.NullHandler())
-RDKAFKA_LOGGER.propagate = False
 
 
 @dataclass(frozen=True)
@@ -58,8 +42,8 @@ class BrokerInfo:
         return int(self.bootstrap.rsplit(":", 1)[1])
 
 
-def _state_file(home: Path) -> Path:
-    return home / "broker.json"
+def _state(home: Path) -> lifecycle.StateFile:
+    return lifecycle.StateFile(home / "broker.json")
 
 
 def _log_file(home: Path) -> Path:
@@ -68,33 +52,14 @@ def _log_file(home: Path) -> Path:
 
 def _is_our_broker(pid: int, home: Path) -> bool:
     """Guards against pid reuse: the process must be kafka.Kafka with this home's config."""
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    return b"kafka.Kafka" in cmdline and str(home / "server.properties").encode() in cmdline
-
-
-def _port_answers(port: int, timeout: float = 1.0) -> bool:
-    try:
-        with socket.create_connection((HOST, port), timeout=timeout):
-            return True
-    except OSError:
-        return False
-
-
-def _read_state(home: Path) -> dict | None:
-    try:
-        return json.loads(_state_file(home).read_text())
-    except (OSError, ValueError):
-        return None
+    return lifecycle.runs(pid, b"kafka.Kafka", str(home / "server.properties").encode())
 
 
 def status(home: Path = BROKER_DIR) -> BrokerInfo | None:
     """The broker running from `home`, or None if there is none (stale state is ignored)."""
     home = Path(home).resolve()
-    state = _read_state(home)
-    if not state or not _pid_alive(state["pid"]) or not _is_our_broker(state["pid"], home):
+    state = _state(home).read()
+    if not state or not _is_our_broker(state["pid"], home):
         return None
     return BrokerInfo(f"{HOST}:{state['port']}", state["pid"], home, _log_file(home))
 
@@ -182,67 +147,27 @@ def _controller_port(port: int) -> int:
 
 def _log_tail(home: Path, lines: int = 15) -> str:
     """The broker's error lines if it logged any (stack frames skipped), else its last lines."""
-    text: list[str] = []
-    for log in (_log_file(home), home / "logs" / "server.log"):
-        if log.exists():
-            text += log.read_text(errors="replace").splitlines()
-    errors = [line for line in text if " ERROR " in line or line.startswith("java.")]
-    return "\n".join((errors or text)[-lines:]) or "(no log output)"
+    tail = lifecycle.log_tail([_log_file(home), home / "logs" / "server.log"], lines,
+                              lambda line: " ERROR " in line or line.startswith("java."))
+    return "\n".join(tail) or "(no log output)"
 
 
-def client_config(bootstrap: str, **settings: Any) -> dict[str, Any]:
-    """A librdkafka client's configuration: `bootstrap`, the given settings, the quiet logger.
-
-    Typed `Any` because librdkafka takes a `logging.Logger` as `logger`, which confluent-kafka's
-    annotations (str, int, float, bool values) leave out.
-    """
-    return {"bootstrap.servers": bootstrap, **settings, "logger": RDKAFKA_LOGGER}
-
-
-def _admin(bootstrap: str) -> AdminClient:
-    return AdminClient(client_config(bootstrap, **{"socket.timeout.ms": 5000}))
-
-
-def require_reachable(bootstrap: str, timeout: float = 5) -> None:
-    """Returns once Kafka at `bootstrap` answers a metadata request, else BrokerError."""
-    try:
-        _admin(bootstrap).list_topics(timeout=timeout)
-    except KafkaException:
-        raise BrokerError(f"cannot reach Kafka at {bootstrap}; start the local broker with "
-                          "`exactly-once broker start`") from None
-
-
-def log_start_offsets(bootstrap: str, partitions: list[tuple[str, int]],
-                      timeout: float = 5) -> dict[tuple[str, int], int]:
-    """(topic, partition) -> the first offset the partition still holds: 0 until retention (or
-    a records deletion) removes its oldest records, then the first one left."""
-    requests = {TopicPartition(topic, partition): OffsetSpec.earliest()
-                for topic, partition in partitions}
-    admin = _admin(bootstrap)  # kept until the answers are in: a dropped client drops them
-    try:
-        futures = admin.list_offsets(requests, request_timeout=timeout)
-        return {(tp.topic, tp.partition): future.result(timeout=timeout + 5).offset
-                for tp, future in futures.items()}
-    except (KafkaException, concurrent.futures.TimeoutError) as exc:
-        raise BrokerError(f"cannot read the log start offsets from Kafka at {bootstrap}: "
-                          f"{exc.args[0] if exc.args else 'no answer'}") from None
-
-
-def _wait_ready(pid: int, port: int, home: Path, deadline: float) -> None:
+def _wait_ready(pid: int, port: int, home: Path, timeout: float) -> None:
     """Returns once the broker answers a metadata request; raises if it dies or times out."""
-    while time.monotonic() < deadline:
-        _reap(pid)
-        if not _pid_alive(pid):
-            raise BrokerError(f"broker exited during startup:\n{_log_tail(home)}")
-        if _port_answers(port):
-            try:
-                _admin(f"{HOST}:{port}").list_topics(timeout=5)
-                return
-            except KafkaException:
-                pass
-        time.sleep(0.3)
-    terminate(pid, timeout=5)
-    raise BrokerError(f"broker did not become ready on port {port}:\n{_log_tail(home)}")
+    def died() -> str | None:
+        reap(pid)
+        return None if lifecycle.runs(pid) else \
+            f"broker exited during startup:\n{_log_tail(home)}"
+
+    try:
+        lifecycle.wait_ready(
+            lambda: lifecycle.port_answers(port) and admin.answers(f"{HOST}:{port}"), died,
+            timeout, lambda: f"broker did not become ready on port {port}:\n{_log_tail(home)}",
+            BrokerError)
+    except BrokerError:
+        if lifecycle.runs(pid):  # up but never ready
+            terminate(pid, timeout=5)
+        raise
 
 
 def start(port: int = 9092, home: Path = BROKER_DIR, timeout: float = 60) -> BrokerInfo:
@@ -252,9 +177,9 @@ def start(port: int = 9092, home: Path = BROKER_DIR, timeout: float = 60) -> Bro
     if running is not None:
         if running.port != port:
             raise BrokerError(f"the broker in {home} is already running on port {running.port}")
-        _wait_ready(running.pid, port, home, time.monotonic() + timeout)  # may still be starting
+        _wait_ready(running.pid, port, home, timeout)  # may still be starting
         return running
-    if not _port_free(port):
+    if not port_free(port):
         raise BrokerError(f"port {port} is already in use by another process")
     if not list(BROKER_JARS.glob("kafka_*.jar")):
         raise BrokerError(f"Kafka broker jars missing in {BROKER_JARS}; run `make setup` first")
@@ -263,55 +188,19 @@ def start(port: int = 9092, home: Path = BROKER_DIR, timeout: float = 60) -> Bro
     (home / "server.properties").write_text(_server_properties(home, port, controller_port))
     (home / "log4j.properties").write_text(LOG4J.format(log_dir=home / "logs"))
     _format_storage(home)
-    with _log_file(home).open("ab") as out:
-        proc = subprocess.Popen(
-            _java("kafka.Kafka", str(home / "server.properties"), home=home),
-            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True, cwd=home,
-        )
-    state = {"pid": proc.pid, "port": port}
-    _state_file(home).write_text(json.dumps(state))
-    _wait_ready(proc.pid, port, home, time.monotonic() + timeout)
-    return BrokerInfo(f"{HOST}:{port}", proc.pid, home, _log_file(home))
+    process = lifecycle.launch(_java("kafka.Kafka", str(home / "server.properties"), home=home),
+                               _log_file(home), cwd=home)
+    _state(home).write({"pid": process.pid, "port": port})
+    _wait_ready(process.pid, port, home, timeout)
+    return BrokerInfo(f"{HOST}:{port}", process.pid, home, _log_file(home))
 
 
 def stop(home: Path = BROKER_DIR, timeout: float = 30) -> bool:
     """Stops the broker of `home`; False if none was running. Topics and data are kept."""
     home = Path(home).resolve()
     running = status(home)
-    _state_file(home).unlink(missing_ok=True)
+    _state(home).remove()
     if running is None:
         return False
     terminate(running.pid, timeout)
     return True
-
-
-def ensure_topics(bootstrap: str, topics: dict[str, int], timeout: float = 30) -> None:
-    """Creates the missing topics (replication 1); existing topics are left as they are."""
-    admin = _admin(bootstrap)
-    try:
-        existing = admin.list_topics(timeout=timeout).topics
-    except KafkaException as exc:
-        raise BrokerError(f"cannot reach Kafka at {bootstrap}: {exc.args[0]}") from None
-    missing = [NewTopic(name, num_partitions=n, replication_factor=1)
-               for name, n in topics.items() if name not in existing]
-    futures = admin.create_topics(missing, request_timeout=timeout) if missing else {}
-    for name, future in futures.items():
-        try:
-            future.result()
-        except KafkaException as exc:
-            if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
-                raise BrokerError(f"creating topic {name!r} failed: {exc.args[0]}") from None
-    _wait_for_leaders(admin, list(topics), time.monotonic() + timeout)
-
-
-def _wait_for_leaders(admin: AdminClient, names: list[str], deadline: float) -> None:
-    """Topic creation returns before every partition has a leader; producing needs one."""
-    while True:
-        meta = admin.list_topics(timeout=5).topics
-        if all(n in meta and meta[n].partitions and meta[n].error is None
-               and all(p.leader >= 0 for p in meta[n].partitions.values()) for n in names):
-            return
-        if time.monotonic() > deadline:
-            raise BrokerError(f"topics {names} have no partition leaders yet")
-        time.sleep(0.2)

@@ -21,8 +21,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +29,8 @@ from typing import Any
 import pyspark
 
 from exactly_once.errors import ClusterError
-from exactly_once.processes import HOST, free_port, pid_alive, port_free, reap, terminate
+from exactly_once.services import lifecycle
+from exactly_once.services.processes import HOST, free_port, pid_alive, port_free, reap
 
 SPARK_HOME = Path(pyspark.__file__).parent
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
@@ -69,21 +68,21 @@ class ClusterInfo:
         return (self.master, *self.workers)
 
 
-def _state_file(home: Path) -> Path:
-    return home / "cluster.json"
+def _state(home: Path) -> lifecycle.StateFile:
+    return lifecycle.StateFile(home / "cluster.json")
 
 
 def log_file(home: Path, daemon: str) -> Path:
     return home / "logs" / f"{daemon}.out"
 
 
+def _markers(home: Path) -> tuple[bytes, ...]:
+    """What a daemon of `home`'s command line holds: the guard against pid reuse."""
+    return b"org.apache.spark.deploy.", str(home).encode()
+
+
 def _is_ours(pid: int, home: Path) -> bool:
-    """Guards against pid reuse: a Spark daemon whose command line names this home."""
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return False
-    return b"org.apache.spark.deploy." in cmdline and str(home).encode() in cmdline
+    return lifecycle.runs(pid, *_markers(home))
 
 
 def processes_of(home: Path) -> list[int]:
@@ -99,14 +98,6 @@ def processes_of(home: Path) -> list[int]:
             if str(home).encode() in cmdline and pid_alive(int(entry.name)):
                 found.append(int(entry.name))
     return found
-
-
-def _read_state(home: Path) -> dict[str, Any] | None:
-    try:
-        state: dict[str, Any] = json.loads(_state_file(home).read_text())
-        return state
-    except (OSError, ValueError):
-        return None
 
 
 def _info(home: Path, state: dict[str, Any]) -> ClusterInfo:
@@ -135,11 +126,11 @@ def status(home: Path) -> ClusterInfo | None:
     """The cluster running from `home`, or None when its master is not running (stale state
     is ignored). A dead worker is `check`'s to report."""
     home = Path(home).resolve()
-    state = _read_state(home)
+    state = _state(home).read()
     if state is None:
         return None
     info = _info(home, state)
-    if not (pid_alive(info.master.pid) and _is_ours(info.master.pid, home)):
+    if not _is_ours(info.master.pid, home):
         return None
     return info
 
@@ -148,7 +139,7 @@ def check(info: ClusterInfo) -> None:
     """ClusterError naming the first daemon of `info` that is not running, or the workers the
     master does not count as alive."""
     for daemon in info.daemons():
-        if not (pid_alive(daemon.pid) and _is_ours(daemon.pid, info.home)):
+        if not _is_ours(daemon.pid, info.home):
             raise ClusterError(f"{daemon.name} (pid {daemon.pid}) of the cluster at {info.url} "
                                f"is not running; see {log_file(info.home, daemon.name)}, then "
                                "`exactly-once cluster stop` and `cluster start`")
@@ -177,21 +168,17 @@ def _environment(home: Path) -> dict[str, str]:
 
 
 def _launch(home: Path, daemon: str, command: list[str]) -> int:
-    with log_file(home, daemon).open("ab") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL, start_new_session=True, cwd=home,
-                                   env=_environment(home))
-    return process.pid
+    return lifecycle.launch(command, log_file(home, daemon), cwd=home,
+                            env=_environment(home)).pid
 
 
 def _log_tail(home: Path, daemon: str, lines: int = 3) -> str:
     """The daemon's error lines, else its last lines: what a person needs to see why."""
-    try:
-        text = log_file(home, daemon).read_text(errors="replace").splitlines()
-    except OSError:
+    if not log_file(home, daemon).exists():
         return "(no log)"
-    errors = [line for line in text if " ERROR " in line or "Exception" in line]
-    return " | ".join(line.strip() for line in (errors or text)[-lines:]) or "(no log output)"
+    tail = lifecycle.log_tail([log_file(home, daemon)], lines,
+                              lambda line: " ERROR " in line or "Exception" in line)
+    return " | ".join(line.strip() for line in tail) or "(no log output)"
 
 
 def start(home: Path, port: int = DEFAULT_PORT, workers: int = DEFAULT_WORKERS,
@@ -207,9 +194,9 @@ def start(home: Path, port: int = DEFAULT_PORT, workers: int = DEFAULT_WORKERS,
         if running.port != port:
             raise ClusterError(f"the cluster in {home} is already running at {running.url}")
         running = _restart_dead_workers(running, worker_memory)
-        _wait_ready(running, time.monotonic() + timeout)
+        _wait_ready(running, timeout)
         return running
-    for daemon in (_info(home, state).daemons() if (state := _read_state(home)) else ()):
+    for daemon in (_info(home, state).daemons() if (state := _state(home).read()) else ()):
         _stop_daemon(daemon, home)  # workers of a master that died: start afresh
     ui_port = ui_port or free_port()
     for wanted, what in ((port, "master"), (ui_port, "master web UI")):
@@ -225,7 +212,7 @@ def start(home: Path, port: int = DEFAULT_PORT, workers: int = DEFAULT_WORKERS,
                        tuple(Daemon(f"worker-{i}", pid) for i, pid in enumerate(pids, 1)))
     _write_state(info)
     try:
-        _wait_ready(info, time.monotonic() + timeout)
+        _wait_ready(info, timeout)
     except ClusterError:
         stop(home)
         raise
@@ -240,16 +227,15 @@ def _launch_worker(home: Path, index: int, port: int, memory: str) -> int:
 
 
 def _write_state(info: ClusterInfo) -> None:
-    _state_file(info.home).write_text(json.dumps(
-        {"port": info.port, "ui_port": info.ui_port, "master": info.master.pid,
-         "workers": [worker.pid for worker in info.workers]}))
+    _state(info.home).write({"port": info.port, "ui_port": info.ui_port, "master": info.master.pid,
+                             "workers": [worker.pid for worker in info.workers]})
 
 
 def _restart_dead_workers(info: ClusterInfo, memory: str) -> ClusterInfo:
     workers = []
     for index, worker in enumerate(info.workers, 1):
         reap(worker.pid)
-        if not (pid_alive(worker.pid) and _is_ours(worker.pid, info.home)):
+        if not _is_ours(worker.pid, info.home):
             worker = Daemon(worker.name, _launch_worker(info.home, index, info.port, memory))
         workers.append(worker)
     restarted = ClusterInfo(info.home, info.port, info.ui_port, info.master, tuple(workers))
@@ -270,39 +256,40 @@ def _properties(home: Path) -> Path:
     return path
 
 
-def _wait_ready(info: ClusterInfo, deadline: float) -> None:
-    while True:
+def _wait_ready(info: ClusterInfo, timeout: float) -> None:
+    def died() -> str | None:
         for daemon in info.daemons():
             reap(daemon.pid)
             if not pid_alive(daemon.pid):
-                raise ClusterError(f"{daemon.name} of the cluster exited while starting: "
-                                   f"{_log_tail(info.home, daemon.name)}")
+                return (f"{daemon.name} of the cluster exited while starting: "
+                        f"{_log_tail(info.home, daemon.name)}")
+        return None
+
+    def ready() -> bool:
         answer = master_status(info.ui)
-        if answer is not None and answer.get("status") == "ALIVE" \
-                and alive_workers(answer) >= len(info.workers):
-            return
-        if time.monotonic() > deadline:
-            raise ClusterError(f"the cluster at {info.url} did not become ready: "
-                               f"{alive_workers(answer or {})} of {len(info.workers)} workers "
-                               f"registered; see {info.home / 'logs'}")
-        time.sleep(0.3)
+        return answer is not None and answer.get("status") == "ALIVE" \
+            and alive_workers(answer) >= len(info.workers)
+
+    lifecycle.wait_ready(ready, died, timeout, lambda: (
+        f"the cluster at {info.url} did not become ready: "
+        f"{alive_workers(master_status(info.ui) or {})} of {len(info.workers)} workers "
+        f"registered; see {info.home / 'logs'}"), ClusterError)
 
 
 def _stop_daemon(daemon: Daemon, home: Path, timeout: float = 20) -> None:
     """SIGTERM the daemon's process group (it and its executors), SIGKILL what outlives it."""
-    if _is_ours(daemon.pid, home):
-        terminate(daemon.pid, timeout)
+    lifecycle.stop_process(daemon.pid, timeout, *_markers(home))
 
 
 def stop(home: Path) -> bool:
     """Stop the cluster of `home` (workers first, then the master); False if none ran."""
     home = Path(home).resolve()
-    state = _read_state(home)
-    _state_file(home).unlink(missing_ok=True)
+    state = _state(home).read()
+    _state(home).remove()
     if state is None:
         return False
     info = _info(home, state)
-    was_running = pid_alive(info.master.pid) and _is_ours(info.master.pid, home)
+    was_running = _is_ours(info.master.pid, home)
     for daemon in (*info.workers, info.master):
         _stop_daemon(daemon, home)
     return was_running

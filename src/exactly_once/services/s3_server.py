@@ -3,8 +3,9 @@
 A real store, not a mock: versitygw serves the S3 API over a directory (its `posix` backend:
 a bucket is a directory, an object a file), with conditional writes (`If-None-Match`,
 `If-Match`). `make s3-server` builds it from its Go module (`.cache/go/bin/versitygw`); this
-module starts and stops it on 127.0.0.1, detached, as kafka/broker.py does the broker. Not used
-by the runtime itself: the runtime reaches any S3-compatible store through files.py and S3A.
+module starts and stops it on 127.0.0.1, detached, through the services' one lifecycle
+(lifecycle.py). Not used by the runtime itself: the runtime reaches any S3-compatible store
+through local/storage/files.py and S3A.
 
     home/s3.json       pid, port and bucket of the running server (the pid file)
     home/data/<bucket> the objects
@@ -16,19 +17,15 @@ AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY with AWS_ENDPOINT_URL (`environment()`
 
 from __future__ import annotations
 
-import json
 import os
-import signal
-import socket
-import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from exactly_once.errors import ObjectStoreError
 from exactly_once.paths import PROJECT_ROOT
+from exactly_once.services import lifecycle
+from exactly_once.services.processes import HOST
 
-HOST = "127.0.0.1"
 SERVER = PROJECT_ROOT / ".cache" / "go" / "bin" / "versitygw"
 ACCESS_KEY = "exactly-once"
 SECRET_KEY = "exactly-once-local-secret"
@@ -52,34 +49,21 @@ class S3Server:
                 "AWS_SECRET_ACCESS_KEY": SECRET_KEY, "AWS_REGION": REGION}
 
 
-def _state_file(home: Path) -> Path:
-    return home / "s3.json"
+def _state(home: Path) -> lifecycle.StateFile:
+    return lifecycle.StateFile(home / "s3.json")
 
 
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X") and b"versitygw" in cmdline
+def _log(home: Path) -> Path:
+    return home / "logs" / "s3.out"
 
 
 def status(home: Path) -> S3Server | None:
-    try:
-        state = json.loads(_state_file(Path(home).resolve()).read_text())
-    except (OSError, ValueError):
+    home = Path(home).resolve()
+    state = _state(home).read()
+    if state is None:
         return None
-    server = S3Server(Path(home).resolve(), state["port"], state["pid"], state["bucket"])
-    return server if _alive(server.pid) else None
-
-
-def _answers(port: int) -> bool:
-    try:
-        with socket.create_connection((HOST, port), timeout=1):
-            return True
-    except OSError:
-        return False
+    server = S3Server(home, state["port"], state["pid"], state["bucket"])
+    return server if lifecycle.runs(server.pid, b"versitygw") else None
 
 
 def start(home: Path, port: int, bucket: str = "lake", timeout: float = 30) -> S3Server:
@@ -91,50 +75,39 @@ def start(home: Path, port: int, bucket: str = "lake", timeout: float = 30) -> S
         return running
     if not SERVER.is_file():
         raise ObjectStoreError(f"no S3 server at {SERVER}; run `make s3-server` first")
-    if _answers(port):
+    if lifecycle.port_answers(port):
         raise ObjectStoreError(f"port {port} is already in use by another process")
-    (home / "logs").mkdir(parents=True, exist_ok=True)
     (home / "data" / bucket).mkdir(parents=True, exist_ok=True)  # a directory is a bucket
     env = os.environ | {"ROOT_ACCESS_KEY_ID": ACCESS_KEY, "ROOT_SECRET_ACCESS_KEY": SECRET_KEY}
-    with (home / "logs" / "s3.out").open("ab") as out:
-        process = subprocess.Popen(
-            [str(SERVER), "--port", f"{HOST}:{port}", "--region", REGION, "--quiet",
-             "posix", str(home / "data")], stdout=out, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, start_new_session=True, env=env)
+    process = lifecycle.launch(
+        [str(SERVER), "--port", f"{HOST}:{port}", "--region", REGION, "--quiet",
+         "posix", str(home / "data")], _log(home), env=env)
     server = S3Server(home, port, process.pid, bucket)
-    _state_file(home).write_text(json.dumps({"port": port, "pid": process.pid, "bucket": bucket}))
-    deadline = time.monotonic() + timeout
-    while not _answers(port):
-        if process.poll() is not None or time.monotonic() > deadline:
-            stop(home)
-            log = (home / "logs" / "s3.out").read_text(errors="replace").strip().splitlines()
-            raise ObjectStoreError(f"the S3 server did not start on port {port}: "
-                                   f"{log[-1] if log else '(no output)'}")
-        time.sleep(0.1)
+    _state(home).write({"port": port, "pid": process.pid, "bucket": bucket})
+
+    def not_started() -> str:
+        stop(home)
+        log = [line.strip() for line in lifecycle.log_lines(_log(home)) if line.strip()]
+        return f"the S3 server did not start on port {port}: {log[-1] if log else '(no output)'}"
+
+    lifecycle.wait_ready(lambda: lifecycle.port_answers(port),
+                         lambda: None if process.poll() is None else not_started(),
+                         timeout, not_started, ObjectStoreError, poll=0.1)
     return server
 
 
 def stop(home: Path, timeout: float = 10) -> bool:
     home = Path(home).resolve()
     running = status(home)
-    _state_file(home).unlink(missing_ok=True)
+    _state(home).remove()
     if running is None:
         return False
-    os.killpg(running.pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while _alive(running.pid) and time.monotonic() < deadline:
-        try:
-            os.waitpid(running.pid, os.WNOHANG)
-        except ChildProcessError:
-            pass
-        time.sleep(0.1)
-    if _alive(running.pid):
-        os.killpg(running.pid, signal.SIGKILL)
+    lifecycle.stop_process(running.pid, timeout, b"versitygw")
     return True
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m exactly_once.local.storage.s3_server start|stop [PORT]` (make s3-start)."""
+    """`python -m exactly_once.services.s3_server start|stop [PORT]` (make s3-start)."""
     import sys
 
     from exactly_once.paths import LOCAL_DIR
@@ -151,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args[:1] == ["stop"]:
             print("S3 server stopped" if stop(home) else "no S3 server was running")
         else:
-            print("usage: python -m exactly_once.local.storage.s3_server start [PORT] | stop")
+            print("usage: python -m exactly_once.services.s3_server start [PORT] | stop")
             return 2
     except ObjectStoreError as err:
         print(f"exactly-once: error: {err}", file=sys.stderr)
