@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 from exactly_once import cli
 from exactly_once.errors import FlowError, GraphError, SnapshotError
 from exactly_once.exports.players import PlayersExportConfig, daily_exports, write_player_exports
-from exactly_once.local.auto_cdc import snapshot_versions
+from exactly_once.local.auto_cdc.from_snapshot import versions as snapshot_versions
 from exactly_once.local.execution.pipeline import run_pipeline
 from exactly_once.local.graph.loader import load_graph
 from exactly_once.local.observe import event_log

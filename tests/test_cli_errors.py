@@ -37,7 +37,7 @@ from exactly_once.errors import (
     SnapshotError,
     WarehouseLockedError,
 )
-from exactly_once.local.auto_cdc import snapshot_versions
+from exactly_once.local.auto_cdc.from_snapshot import versions as snapshot_versions
 from exactly_once.local.engine import session
 from exactly_once.local.execution import pipeline
 from exactly_once.local.execution.refresh import RefreshSelection, plan_refresh

@@ -9,14 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
+from exactly_once.local.auto_cdc.declaration import (
+    ColumnLike,
+    checked_scd_type,
+    column_names,
+    optional_column_names,
+)
 from exactly_once.table_properties import tombstone_gc_seconds
-
-ColumnLike = str | Column
 
 
 @dataclass(frozen=True)
@@ -49,51 +52,6 @@ def _column(value: ColumnLike) -> Column:
 
 def _optional_column(value: ColumnLike | None) -> Column | None:
     return None if value is None else _column(value)
-
-
-def _column_name(column: Column) -> str:
-    """The name a bare column reference stands for (F.col("order_id") -> "order_id").
-
-    A classic Column holds its JVM expression as `_jc`, which pyspark's type stubs do not
-    declare; the local runtime only runs classic Spark.
-    """
-    jvm_column: Any = getattr(column, "_jc", None)
-    return str(jvm_column.toString()) if jvm_column is not None else str(column)
-
-
-def _names(arg: str, columns: list[ColumnLike]) -> tuple[str, ...]:
-    names = []
-    for c in columns:
-        if isinstance(c, str):
-            names.append(c)
-        else:  # a bare column reference, e.g. F.col("order_id")
-            name = _column_name(c)
-            if not name.replace("_", "").isalnum():
-                raise TypeError(f"{arg} takes column names, got the expression {name}")
-            names.append(name)
-    return tuple(names)
-
-
-def _optional_names(arg: str, columns: list[ColumnLike] | None) -> tuple[str, ...] | None:
-    return None if columns is None else _names(arg, columns)
-
-
-def checked_scd_type(stored_as_scd_type: int | str,
-                     track_history_column_list: list[Any] | None,
-                     track_history_except_column_list: list[Any] | None) -> int:
-    """`stored_as_scd_type` as 1 or 2, checked with the history column lists that go with it
-    (both AUTO CDC declarations take them)."""
-    scd_type = str(stored_as_scd_type)
-    if scd_type not in ("1", "2"):
-        raise ValueError(f"stored_as_scd_type must be 1 or 2, got {stored_as_scd_type!r}")
-    if track_history_column_list is not None and track_history_except_column_list is not None:
-        raise ValueError("give track_history_column_list or track_history_except_column_list, "
-                         "not both")
-    if scd_type == "1" and (track_history_column_list is not None
-                            or track_history_except_column_list is not None):
-        raise ValueError("track_history_column_list / track_history_except_column_list need "
-                         "stored_as_scd_type=2")
-    return int(scd_type)
 
 
 @dataclass(frozen=True)
@@ -137,16 +95,16 @@ class AutoCdcDeclarations:
             name=name or target,
             target=target,
             source=source,
-            keys=_names("keys", keys),
+            keys=column_names("keys", keys),
             sequence_by=_column(sequence_by),
             apply_as_deletes=_optional_column(apply_as_deletes),
-            column_list=_optional_names("column_list", column_list),
-            except_column_list=_optional_names("except_column_list", except_column_list),
+            column_list=optional_column_names("column_list", column_list),
+            except_column_list=optional_column_names("except_column_list", except_column_list),
             stored_as_scd_type=int(scd_type),
             ignore_null_updates=bool(ignore_null_updates),
             apply_as_truncates=_optional_column(apply_as_truncates),
-            track_history_column_list=_optional_names("track_history_column_list",
+            track_history_column_list=optional_column_names("track_history_column_list",
                                                       track_history_column_list),
-            track_history_except_column_list=_optional_names(
+            track_history_except_column_list=optional_column_names(
                 "track_history_except_column_list", track_history_except_column_list),
         ))

@@ -25,8 +25,8 @@ from pyspark.pipelines.flow import Flow
 from pyspark.sql import DataFrame, SparkSession
 
 from exactly_once.errors import ExactlyOnceError, GraphError
-from exactly_once.local.auto_cdc import snapshot_flow
-from exactly_once.local.auto_cdc.snapshot_spec import NextSnapshot, SnapshotCdcSpec
+from exactly_once.local.auto_cdc.from_snapshot import flow as snapshot_flow
+from exactly_once.local.auto_cdc.from_snapshot.spec import NextSnapshot, SnapshotCdcSpec
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.execution import flows, streams
 from exactly_once.local.execution.refresh import RefreshSelection, plan_refresh

@@ -28,9 +28,10 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, StructType
 
 from exactly_once.errors import GraphError
-from exactly_once.local.auto_cdc import snapshot_flow, snapshot_versions
-from exactly_once.local.auto_cdc.snapshot_apply import target_schema
-from exactly_once.local.auto_cdc.snapshot_spec import SnapshotCdcSpec
+from exactly_once.local.auto_cdc.from_snapshot import flow as snapshot_flow
+from exactly_once.local.auto_cdc.from_snapshot import versions as snapshot_versions
+from exactly_once.local.auto_cdc.from_snapshot.apply import target_schema
+from exactly_once.local.auto_cdc.from_snapshot.spec import SnapshotCdcSpec
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.auto_cdc.writer import scd_type_of
 from exactly_once.local.graph import dp_extensions

@@ -10,7 +10,7 @@ from pyspark.pipelines.graph_element_registry import GraphElementRegistry
 from pyspark.pipelines.output import MaterializedView, Output, StreamingTable, Table, TemporaryView
 
 from exactly_once.errors import GraphError
-from exactly_once.local.auto_cdc.snapshot_spec import SnapshotCdcSpec
+from exactly_once.local.auto_cdc.from_snapshot.spec import SnapshotCdcSpec
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.table_properties import TOMBSTONE_GC_NEVER_SECONDS, tombstone_gc_seconds
 

@@ -16,7 +16,12 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 
-from exactly_once.local.auto_cdc.spec import ColumnLike, _names, _optional_names, checked_scd_type
+from exactly_once.local.auto_cdc.declaration import (
+    ColumnLike,
+    checked_scd_type,
+    column_names,
+    optional_column_names,
+)
 
 # `next_snapshot_and_version(latest_version)`: the snapshot after `latest_version` (None before
 # the first) with its version, or None when there is none yet.
@@ -85,10 +90,10 @@ class SnapshotCdcDeclarations:
             name=target,  # Databricks names the flow after its target
             target=target,
             source=source,
-            keys=_names("keys", keys),
+            keys=column_names("keys", keys),
             stored_as_scd_type=scd_type,
-            track_history_column_list=_optional_names("track_history_column_list",
+            track_history_column_list=optional_column_names("track_history_column_list",
                                                       track_history_column_list),
-            track_history_except_column_list=_optional_names(
+            track_history_except_column_list=optional_column_names(
                 "track_history_except_column_list", track_history_except_column_list),
         ))
