@@ -3,6 +3,7 @@
 pyspark 4.2's own function builds Spark Connect columns, accepts SCD1 only and lacks several
 Databricks parameters; pipeline files are written against Databricks, so locally this one stands
 in for it (see `dp_extensions.installed`). `once` is the only Databricks parameter not supported.
+A wrong argument is a `DeclarationError` about the target (declaration.py).
 """
 
 from __future__ import annotations
@@ -13,12 +14,9 @@ from dataclasses import dataclass, field
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from exactly_once.local.auto_cdc.declaration import (
-    ColumnLike,
-    checked_scd_type,
-    column_names,
-    optional_column_names,
-)
+from exactly_once.errors import DeclarationError, first_line
+from exactly_once.local.auto_cdc.declaration import ColumnLike, Declaration
+from exactly_once.local.engine.sql_parser import parse_error
 from exactly_once.table_properties import tombstone_gc_seconds
 
 
@@ -46,12 +44,16 @@ class AutoCdcSpec:
         return tombstone_gc_seconds(self.target_properties)
 
 
-def _column(value: ColumnLike) -> Column:
-    return value if isinstance(value, Column) else F.expr(value)
-
-
-def _optional_column(value: ColumnLike | None) -> Column | None:
-    return None if value is None else _column(value)
+def _column(value: ColumnLike, arg: str, flow: str, source: str, target: str) -> Column:
+    """`value` as a Column; SQL text parsed now, as F.expr parses it only when a query is
+    analyzed, and reported in the words of dry-run's analysis of the flow."""
+    if isinstance(value, Column):
+        return value
+    error = parse_error(value)
+    if error is not None:
+        raise DeclarationError(f"AUTO CDC flow `{flow}`: {arg} does not analyze against "
+                               f"`{source}`: {first_line(error)}", dataset=target)
+    return F.expr(value)
 
 
 @dataclass(frozen=True)
@@ -81,30 +83,34 @@ class AutoCdcDeclarations:
         name: str | None = None,
         once: bool = False,
     ) -> None:
+        declaration = Declaration("create_auto_cdc_flow", target)
         if once:
-            raise NotImplementedError("local AUTO CDC does not support once=True")
-        scd_type = str(checked_scd_type(stored_as_scd_type, track_history_column_list,
-                                        track_history_except_column_list))
+            raise declaration.error("local AUTO CDC does not support once=True")
+        scd_type = declaration.scd_type(stored_as_scd_type, track_history_column_list,
+                                        track_history_except_column_list)
         if column_list is not None and except_column_list is not None:
-            raise ValueError("give column_list or except_column_list, not both")
-        if scd_type == "2" and apply_as_truncates is not None:
-            raise ValueError("apply_as_truncates is supported for SCD type 1 only")
-        if not keys:
-            raise ValueError("create_auto_cdc_flow needs at least one key")
+            raise declaration.error("give column_list or except_column_list, not both")
+        if scd_type == 2 and apply_as_truncates is not None:
+            raise declaration.error("apply_as_truncates is supported for SCD type 1 only")
+        names = declaration.optional_column_names
+
+        def optional(value: ColumnLike | None, arg: str) -> Column | None:
+            return None if value is None else _column(value, arg, name or target, source, target)
+
         self.register(AutoCdcSpec(
             name=name or target,
             target=target,
             source=source,
-            keys=column_names("keys", keys),
-            sequence_by=_column(sequence_by),
-            apply_as_deletes=_optional_column(apply_as_deletes),
-            column_list=optional_column_names("column_list", column_list),
-            except_column_list=optional_column_names("except_column_list", except_column_list),
-            stored_as_scd_type=int(scd_type),
+            keys=declaration.keys(keys),
+            sequence_by=_column(sequence_by, "sequence_by", name or target, source, target),
+            apply_as_deletes=optional(apply_as_deletes, "apply_as_deletes"),
+            column_list=names("column_list", column_list),
+            except_column_list=names("except_column_list", except_column_list),
+            stored_as_scd_type=scd_type,
             ignore_null_updates=bool(ignore_null_updates),
-            apply_as_truncates=_optional_column(apply_as_truncates),
-            track_history_column_list=optional_column_names("track_history_column_list",
-                                                      track_history_column_list),
-            track_history_except_column_list=optional_column_names(
-                "track_history_except_column_list", track_history_except_column_list),
+            apply_as_truncates=optional(apply_as_truncates, "apply_as_truncates"),
+            track_history_column_list=names("track_history_column_list",
+                                            track_history_column_list),
+            track_history_except_column_list=names("track_history_except_column_list",
+                                                   track_history_except_column_list),
         ))

@@ -14,7 +14,7 @@ from contextlib import AbstractContextManager, contextmanager
 from pyspark.sql import DataFrame, SparkSession
 
 from exactly_once.errors import FlowError
-from exactly_once.local.auto_cdc.changes import CdcBatchStats
+from exactly_once.local.auto_cdc.changes import CdcBatchStats, check_columns
 from exactly_once.local.auto_cdc.commits import BatchWrite
 from exactly_once.local.auto_cdc.from_snapshot.flow import run_snapshots
 from exactly_once.local.auto_cdc.from_snapshot.spec import NextSnapshot, SnapshotCdcSpec
@@ -84,6 +84,7 @@ def run_auto_cdc_flow(spark: SparkSession, spec: AutoCdcSpec, source: DataFrame,
     if not source.isStreaming:
         raise FlowError(f"AUTO CDC flow `{spec.name}` needs a streaming source; "
                         f"`{spec.source}` is not one")
+    check_columns(spec, source.columns)  # before anything is written, as dry-run checks them
     result = FlowResult(flow=spec.name, target=spec.target, kind="auto_cdc")
     scd = scd_type_of(spec)
     tables = warehouse.auto_cdc_tables(spec.target)
