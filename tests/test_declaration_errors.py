@@ -151,6 +151,11 @@ CASES = {
             def stray():
                 return spark.readStream.format("rate").load()
             """)}, "stray", "nowhere", "flow `stray` writes to `nowhere`, which no file declares"),
+    "an AUTO CDC source the pipeline lacks": (
+        auto_cdc('keys=["id"], sequence_by="ts"') | {"changes": CHANGES.replace('"changes"',
+                                                                                '"changed"')},
+        "current", "current",
+        "AUTO CDC flow `current` reads `changes`, which the pipeline does not define"),
     "an AUTO CDC flow into a materialized view": (
         {"changes": CHANGES, "current": HEADER + dedent("""
             @dp.materialized_view(name="current")
@@ -222,6 +227,7 @@ def run(root, tmp_path, capsys, monkeypatch) -> tuple[int, str]:
 
 @pytest.mark.parametrize("case", ["an SCD type of no kind", "a snapshot source of no kind",
                                   "a sequence that does not parse", "a flow into a temporary view",
+                                  "an AUTO CDC source the pipeline lacks",
                                   "a tombstone threshold that is not a number",
                                   "an expectation name twice", "a dataset with no flow"])
 def test_run_prints_the_same_line_and_writes_no_table(in_session, tmp_path, capsys, monkeypatch,

@@ -60,7 +60,9 @@ class WarehouseLockedError(ExactlyOnceError):
 
 class DeclarationError(ExactlyOnceError):
     """A pipeline file declares something the runtime cannot run: an AUTO CDC argument, an
-    expectation, a table property. Raised while the graph loads, before any table is written.
+    expectation, a table property, a rule of the graph. Raised while the graph loads, before any
+    table is written; only a column the declaration names that its source lacks waits for the
+    flow's query (before the flow writes).
 
     `file` is the pipeline file and `dataset` the dataset the declaration is about, each when
     known; the message starts with them, as `dry-run` reports a problem:

@@ -149,6 +149,9 @@ class PipelineGraph(GraphElementRegistry):
                                   f"{', '.join(f'`{n}`' for n in others)} also write(s) it",
                                   name, others[0])
         for spec in self.auto_cdc_flows:
+            if spec.source not in self.outputs:  # a change feed of the pipeline (update.py)
+                yield self._error(f"AUTO CDC flow `{spec.name}` reads `{spec.source}`, which the "
+                                  "pipeline does not define", spec.target, spec.name)
             if spec.target in self.outputs \
                     and not isinstance(self.outputs[spec.target], StreamingTable):
                 yield self._error(f"AUTO CDC target `{spec.target}` must be a streaming table",
