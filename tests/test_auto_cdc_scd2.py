@@ -6,6 +6,7 @@ import pytest
 from helpers import ShuffledRowsByStep, crash_after_target_commit, last_operation, scan_of
 from pyspark.sql import functions as F
 
+from exactly_once.errors import FlowError
 from exactly_once.local.auto_cdc import changes
 from exactly_once.local.auto_cdc.commits import BatchWrite
 from exactly_once.local.auto_cdc.scd2 import (
@@ -248,7 +249,7 @@ def test_a_state_table_that_is_not_this_flow_s_journal_is_refused(spark, tmp_pat
     other = str(tmp_path / "other")
     spark.createDataFrame([("a", 1)], "id STRING, seq BIGINT").write.format("delta").save(other)
     sample = spark.createDataFrame([], SCHEMA)
-    with pytest.raises(ValueError, match=r"not written by this SCD2 flow \(no \['__is_delete', "
+    with pytest.raises(FlowError, match=r"not written by this SCD2 flow \(no \['__is_delete', "
                                          r"'__sequence', 'kind', 'note', 'status'\]\)"):
         ensure_state_table(spark, history.spec, sample, other)
     ensure_state_table(spark, history.spec, sample, history.state)  # its own: accepted

@@ -38,7 +38,7 @@ from exactly_once.errors import (
     SnapshotError,
     WarehouseLockedError,
 )
-from exactly_once.local.auto_cdc import snapshot_versions
+from exactly_once.local.auto_cdc.from_snapshot import versions as snapshot_versions
 from exactly_once.local.engine import session
 from exactly_once.local.execution import pipeline
 from exactly_once.local.execution.refresh import RefreshSelection, plan_refresh
@@ -252,9 +252,14 @@ def update_raising(monkeypatch, declare) -> None:
 
 @covers(ExpectationError)
 def test_a_misdeclared_expectation(tmp_path, monkeypatch, no_spark, capsys):
-    update_raising(monkeypatch, lambda: expectations.expect_all_or_drop("amount >= 0"))
+    """A decorator above @dp.table (given None) raises at once; test_declaration_errors runs
+    the others, which raise once their dataset is known."""
+    update_raising(monkeypatch,
+                   lambda: expectations.expect_or_drop("positive", "amount >= 0")(None))
     assert run(tmp_path) == 1
-    assert in_process_error_line(capsys) == "expect_all* takes a dict of name -> SQL constraint"
+    assert in_process_error_line(capsys) == ("expectation decorators go below @dp.table / "
+                                             "@dp.materialized_view / @dp.append_flow, on the "
+                                             "function")
 
 
 @covers(GraphError)
@@ -289,8 +294,10 @@ def test_a_refresh_of_a_table_the_pipeline_lacks(tmp_path, monkeypatch, no_spark
 # -- the rule itself -----------------------------------------------------------------------------
 def test_every_error_class_has_a_test_above():
     # The broker faults' errors come out of minutes-long updates against a broker a test kills
-    # or lets retention empty: those tests live in their own module and register here.
+    # or lets retention empty, and the declaration errors each want a pipeline of their own:
+    # those tests live in their own modules and register here.
     import test_broker_faults  # noqa: F401
+    import test_declaration_errors  # noqa: F401
 
     def subclasses(cls: type) -> set[type]:
         return {sub for direct in cls.__subclasses__() for sub in {direct, *subclasses(direct)}}

@@ -27,8 +27,8 @@ from test_end_to_end import START, assert_tables_match, consume_all, generate, g
 from exactly_once.cli import main
 from exactly_once.errors import ObjectStoreError
 from exactly_once.kafka.producer import produce_records
-from exactly_once.local.auto_cdc import snapshot_versions
-from exactly_once.local.auto_cdc.snapshot_versions import AppliedSnapshot
+from exactly_once.local.auto_cdc.from_snapshot import versions as snapshot_versions
+from exactly_once.local.auto_cdc.from_snapshot.versions import AppliedSnapshot
 from exactly_once.local.execution.pipeline import run_pipeline
 from exactly_once.local.storage import files
 from exactly_once.local.storage.lock import WarehouseLock

@@ -7,7 +7,7 @@ from datetime import date
 
 from helpers import runs_python_worker
 
-from exactly_once.local.auto_cdc.snapshot_versions import AppliedSnapshot
+from exactly_once.local.auto_cdc.from_snapshot.versions import AppliedSnapshot
 from exactly_once.local.graph.expectations import ExpectationMetric
 from exactly_once.local.inspect.delivery import utc
 from exactly_once.local.observe import event_log

@@ -12,7 +12,7 @@ from helpers import last_execution_id, last_operation, sql_plans_since
 from pyspark.pipelines.output import MaterializedView, StreamingTable, TemporaryView
 
 from exactly_once.errors import FlowError, GraphError
-from exactly_once.local.auto_cdc.snapshot_spec import SnapshotCdcSpec
+from exactly_once.local.auto_cdc.from_snapshot.spec import SnapshotCdcSpec
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.execution.pipeline import run_pipeline
 from exactly_once.local.execution.update import PipelineUpdate

@@ -58,7 +58,36 @@ class WarehouseLockedError(ExactlyOnceError):
     """Another update holds the warehouse."""
 
 
-class GraphError(ExactlyOnceError):
+class DeclarationError(ExactlyOnceError):
+    """A pipeline file declares something the runtime cannot run: an AUTO CDC argument, an
+    expectation, a table property, a rule of the graph. Raised while the graph loads, before any
+    table is written; only a column the declaration names that its source lacks waits for the
+    flow's query (before the flow writes).
+
+    `file` is the pipeline file and `dataset` the dataset the declaration is about, each when
+    known; the message starts with them, as `dry-run` reports a problem:
+    `pipelines/gold_orders.py: dataset `orders`: create_auto_cdc_flow: ...`. The loader names
+    the file of an error raised while a file runs (`in_file`).
+    """
+
+    def __init__(self, message: str, *, dataset: str | None = None, file: str | None = None):
+        self.message, self.dataset, self.file = message, dataset, file
+        super().__init__(located(message, file, dataset))
+
+    def in_file(self, file: str | None) -> DeclarationError:
+        """This error, naming `file` unless it names one already."""
+        if self.file is None and file is not None:
+            self.file = file
+            self.args = (located(self.message, self.file, self.dataset),)
+        return self
+
+
+class PipelineFileError(DeclarationError):
+    """A pipeline file raised an error of its own while it ran (an import that fails, a name it
+    lacks...); the message is that error's type and first line."""
+
+
+class GraphError(DeclarationError):
     """The declared graph is inconsistent (duplicate names, flows into undeclared datasets...)."""
 
 
@@ -66,7 +95,7 @@ class RefreshError(GraphError):
     """A refresh names a table the pipeline does not have, or one it must not reset."""
 
 
-class ExpectationError(ExactlyOnceError):
+class ExpectationError(DeclarationError):
     """An expectation is declared wrongly (not a SQL expression, duplicate name...)."""
 
 
@@ -98,3 +127,17 @@ class InspectError(ExactlyOnceError):
 # -- quality tooling -----------------------------------------------------------------------------
 class QualityError(ExactlyOnceError):
     """Validation or the dashboard could not run (missing table...); the message says why."""
+
+
+def located(message: str, file: str | None = None, dataset: str | None = None) -> str:
+    """`message` after the file and dataset it is about: `file: dataset `d`: message`."""
+    where = [file] if file else []
+    if dataset:
+        where.append(f"dataset `{dataset}`")
+    return ": ".join([*where, message])
+
+
+def first_line(err: BaseException) -> str:
+    """An error's first line of text (a ParseException's message starts with a newline)."""
+    return next((line.strip().removesuffix(";") for line in str(err).splitlines()
+                 if line.strip()), type(err).__name__)

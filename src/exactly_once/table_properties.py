@@ -1,12 +1,17 @@
 """Table properties the pipeline files set, with the meaning Databricks gives them.
 
 They are declared in the pipeline files (`table_properties=`), so Databricks and the local
-runtime read the same values from the same place.
+runtime read the same values from the same place. The values the runtime reads are checked when
+the graph loads (`check`): a value it could not read is a DeclarationError naming the dataset,
+not a table that silently behaves otherwise.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
+
+from exactly_once.errors import DeclarationError
 
 # `false`: a full refresh leaves the table, its checkpoints and its AUTO CDC state as they are
 # (Databricks skips it; locally `--full-refresh-all` skips it and `--full-refresh T` refuses it).
@@ -36,3 +41,21 @@ def tombstone_gc_seconds(properties: Mapping[str, str]) -> float:
     """Tombstone retention from the target's properties, else Databricks' default."""
     value = properties.get(TOMBSTONE_GC_THRESHOLD)
     return float(value) if value is not None else float(DEFAULT_TOMBSTONE_GC_SECONDS)
+
+
+def check(properties: Mapping[str, object], dataset: str) -> None:
+    """The properties the runtime reads, each a value it can read; `dataset` declares them."""
+    def error(key: str, expected: str) -> DeclarationError:
+        return DeclarationError(f"table_properties: {key} must be {expected}, "
+                                f"got {properties[key]!r}", dataset=dataset)
+
+    if RESET_ALLOWED in properties \
+            and str(properties[RESET_ALLOWED]).strip().lower() not in ("true", "false"):
+        raise error(RESET_ALLOWED, "true or false")
+    if TOMBSTONE_GC_THRESHOLD in properties:
+        try:
+            seconds = float(str(properties[TOMBSTONE_GC_THRESHOLD]))
+        except ValueError:
+            seconds = math.nan
+        if not (math.isfinite(seconds) and seconds >= 0):
+            raise error(TOMBSTONE_GC_THRESHOLD, "a number of seconds, 0 or more")

@@ -14,6 +14,7 @@ from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
+from exactly_once.errors import DeclarationError
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.storage import delta_log
 from exactly_once.local.storage.snapshot_files import read_latest
@@ -51,11 +52,38 @@ class BatchCounts:
     truncates: int  # accepted truncate events
 
 
-def target_columns(spec: AutoCdcSpec, source_columns: list[str]) -> list[str]:
-    if spec.column_list is not None:
-        missing = set(spec.column_list) - set(source_columns)
+def check_columns(spec: AutoCdcSpec, source_columns: list[str]) -> None:
+    """The columns the declaration names, against its source's: a DeclarationError about the
+    target for the first that is not there. Before the flow writes anything (`dry-run` and an
+    update both ask): the source's columns are known once its query is built."""
+    def error(message: str) -> DeclarationError:
+        return DeclarationError(message, dataset=spec.target)
+
+    known = {c.lower() for c in source_columns}
+    for arg, names in [("keys", spec.keys), ("column_list", spec.column_list),
+                       ("except_column_list", spec.except_column_list),
+                       ("track_history_column_list", spec.track_history_column_list),
+                       ("track_history_except_column_list",
+                        spec.track_history_except_column_list)]:
+        missing = [n for n in names or () if n.lower() not in known]
         if missing:
-            raise ValueError(f"{spec.name}: column_list names unknown columns {sorted(missing)}")
+            raise error(f"AUTO CDC flow `{spec.name}`: {arg} names "
+                        f"{', '.join(f'`{n}`' for n in missing)}, not in `{spec.source}` "
+                        f"(its columns: {', '.join(source_columns)})")
+    if spec.column_list is not None:  # the columns are taken as named
+        unnamed = set(spec.column_list) - set(source_columns)
+        if unnamed:
+            raise error(f"{spec.name}: column_list names unknown columns {sorted(unnamed)}")
+    if spec.track_history_column_list is not None:
+        unknown = set(spec.track_history_column_list) - set(data_columns(spec, source_columns))
+        if unknown:
+            raise error(f"{spec.name}: track_history_column_list names columns that are not "
+                        f"non-key target columns: {sorted(unknown)}")
+
+
+def target_columns(spec: AutoCdcSpec, source_columns: list[str]) -> list[str]:
+    """The target's columns, in order (the names were checked: `check_columns`)."""
+    if spec.column_list is not None:
         return [*(k for k in spec.keys if k not in spec.column_list), *spec.column_list]
     excluded = set(spec.except_column_list or ())
     return [c for c in source_columns if c not in excluded]

@@ -32,6 +32,7 @@ from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType
 
+from exactly_once.errors import FlowError
 from exactly_once.local.auto_cdc import commits
 from exactly_once.local.auto_cdc.changes import (
     IS_DELETE,
@@ -69,13 +70,10 @@ OP = "__op"
 
 
 def tracked_columns(spec: AutoCdcSpec, source_columns: list[str]) -> list[str]:
-    """Columns whose change opens a new version (default: every non-key target column)."""
+    """Columns whose change opens a new version (default: every non-key target column; the
+    names were checked: `changes.check_columns`)."""
     data = data_columns(spec, source_columns)
     if spec.track_history_column_list is not None:
-        unknown = set(spec.track_history_column_list) - set(data)
-        if unknown:
-            raise ValueError(f"{spec.name}: track_history_column_list names columns that are "
-                             f"not non-key target columns: {sorted(unknown)}")
         return list(spec.track_history_column_list)
     excluded = set(spec.track_history_except_column_list or ())
     return [c for c in data if c not in excluded]
@@ -109,8 +107,10 @@ def ensure_state_table(spark: SparkSession, spec: AutoCdcSpec, source: DataFrame
     missing = {*spec.keys, SEQUENCE, IS_DELETE, *data_columns(spec, source.columns)} \
         - set(table_columns(spark, state_path))
     if missing:
-        raise ValueError(f"{spec.name}: the AUTO CDC state at {state_path} was not written by "
-                         f"this SCD2 flow (no {sorted(missing)}); run a full refresh")
+        # The flow as its update reports any failure: `flow `x` failed: ...` (failures.py).
+        raise FlowError(f"flow `{spec.name}` failed: {spec.name}: the AUTO CDC state at "
+                        f"{state_path} was not written by this SCD2 flow (no {sorted(missing)}); "
+                        "run a full refresh")
 
 
 def versions_of(history: DataFrame, spec: AutoCdcSpec, columns: list[str],

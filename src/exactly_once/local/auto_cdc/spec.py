@@ -3,20 +3,21 @@
 pyspark 4.2's own function builds Spark Connect columns, accepts SCD1 only and lacks several
 Databricks parameters; pipeline files are written against Databricks, so locally this one stands
 in for it (see `dp_extensions.installed`). `once` is the only Databricks parameter not supported.
+A wrong argument is a `DeclarationError` about the target (declaration.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
+from exactly_once.errors import DeclarationError, first_line
+from exactly_once.local.auto_cdc.declaration import ColumnLike, Declaration
+from exactly_once.local.engine.sql_parser import parse_error
 from exactly_once.table_properties import tombstone_gc_seconds
-
-ColumnLike = str | Column
 
 
 @dataclass(frozen=True)
@@ -43,57 +44,16 @@ class AutoCdcSpec:
         return tombstone_gc_seconds(self.target_properties)
 
 
-def _column(value: ColumnLike) -> Column:
-    return value if isinstance(value, Column) else F.expr(value)
-
-
-def _optional_column(value: ColumnLike | None) -> Column | None:
-    return None if value is None else _column(value)
-
-
-def _column_name(column: Column) -> str:
-    """The name a bare column reference stands for (F.col("order_id") -> "order_id").
-
-    A classic Column holds its JVM expression as `_jc`, which pyspark's type stubs do not
-    declare; the local runtime only runs classic Spark.
-    """
-    jvm_column: Any = getattr(column, "_jc", None)
-    return str(jvm_column.toString()) if jvm_column is not None else str(column)
-
-
-def _names(arg: str, columns: list[ColumnLike]) -> tuple[str, ...]:
-    names = []
-    for c in columns:
-        if isinstance(c, str):
-            names.append(c)
-        else:  # a bare column reference, e.g. F.col("order_id")
-            name = _column_name(c)
-            if not name.replace("_", "").isalnum():
-                raise TypeError(f"{arg} takes column names, got the expression {name}")
-            names.append(name)
-    return tuple(names)
-
-
-def _optional_names(arg: str, columns: list[ColumnLike] | None) -> tuple[str, ...] | None:
-    return None if columns is None else _names(arg, columns)
-
-
-def checked_scd_type(stored_as_scd_type: int | str,
-                     track_history_column_list: list[Any] | None,
-                     track_history_except_column_list: list[Any] | None) -> int:
-    """`stored_as_scd_type` as 1 or 2, checked with the history column lists that go with it
-    (both AUTO CDC declarations take them)."""
-    scd_type = str(stored_as_scd_type)
-    if scd_type not in ("1", "2"):
-        raise ValueError(f"stored_as_scd_type must be 1 or 2, got {stored_as_scd_type!r}")
-    if track_history_column_list is not None and track_history_except_column_list is not None:
-        raise ValueError("give track_history_column_list or track_history_except_column_list, "
-                         "not both")
-    if scd_type == "1" and (track_history_column_list is not None
-                            or track_history_except_column_list is not None):
-        raise ValueError("track_history_column_list / track_history_except_column_list need "
-                         "stored_as_scd_type=2")
-    return int(scd_type)
+def _column(value: ColumnLike, arg: str, flow: str, source: str, target: str) -> Column:
+    """`value` as a Column; SQL text parsed now, as F.expr parses it only when a query is
+    analyzed, and reported in the words of dry-run's analysis of the flow."""
+    if isinstance(value, Column):
+        return value
+    error = parse_error(value)
+    if error is not None:
+        raise DeclarationError(f"AUTO CDC flow `{flow}`: {arg} does not analyze against "
+                               f"`{source}`: {first_line(error)}", dataset=target)
+    return F.expr(value)
 
 
 @dataclass(frozen=True)
@@ -123,30 +83,34 @@ class AutoCdcDeclarations:
         name: str | None = None,
         once: bool = False,
     ) -> None:
+        declaration = Declaration("create_auto_cdc_flow", target)
         if once:
-            raise NotImplementedError("local AUTO CDC does not support once=True")
-        scd_type = str(checked_scd_type(stored_as_scd_type, track_history_column_list,
-                                        track_history_except_column_list))
+            raise declaration.error("local AUTO CDC does not support once=True")
+        scd_type = declaration.scd_type(stored_as_scd_type, track_history_column_list,
+                                        track_history_except_column_list)
         if column_list is not None and except_column_list is not None:
-            raise ValueError("give column_list or except_column_list, not both")
-        if scd_type == "2" and apply_as_truncates is not None:
-            raise ValueError("apply_as_truncates is supported for SCD type 1 only")
-        if not keys:
-            raise ValueError("create_auto_cdc_flow needs at least one key")
+            raise declaration.error("give column_list or except_column_list, not both")
+        if scd_type == 2 and apply_as_truncates is not None:
+            raise declaration.error("apply_as_truncates is supported for SCD type 1 only")
+        names = declaration.optional_column_names
+
+        def optional(value: ColumnLike | None, arg: str) -> Column | None:
+            return None if value is None else _column(value, arg, name or target, source, target)
+
         self.register(AutoCdcSpec(
             name=name or target,
             target=target,
             source=source,
-            keys=_names("keys", keys),
-            sequence_by=_column(sequence_by),
-            apply_as_deletes=_optional_column(apply_as_deletes),
-            column_list=_optional_names("column_list", column_list),
-            except_column_list=_optional_names("except_column_list", except_column_list),
-            stored_as_scd_type=int(scd_type),
+            keys=declaration.keys(keys),
+            sequence_by=_column(sequence_by, "sequence_by", name or target, source, target),
+            apply_as_deletes=optional(apply_as_deletes, "apply_as_deletes"),
+            column_list=names("column_list", column_list),
+            except_column_list=names("except_column_list", except_column_list),
+            stored_as_scd_type=scd_type,
             ignore_null_updates=bool(ignore_null_updates),
-            apply_as_truncates=_optional_column(apply_as_truncates),
-            track_history_column_list=_optional_names("track_history_column_list",
-                                                      track_history_column_list),
-            track_history_except_column_list=_optional_names(
-                "track_history_except_column_list", track_history_except_column_list),
+            apply_as_truncates=optional(apply_as_truncates, "apply_as_truncates"),
+            track_history_column_list=names("track_history_column_list",
+                                            track_history_column_list),
+            track_history_except_column_list=names("track_history_except_column_list",
+                                                   track_history_except_column_list),
         ))

@@ -14,11 +14,11 @@ from contextlib import AbstractContextManager, contextmanager
 from pyspark.sql import DataFrame, SparkSession
 
 from exactly_once.errors import FlowError
-from exactly_once.local.auto_cdc.changes import CdcBatchStats
+from exactly_once.local.auto_cdc.changes import CdcBatchStats, check_columns
 from exactly_once.local.auto_cdc.commits import BatchWrite
-from exactly_once.local.auto_cdc.snapshot_flow import run_snapshots
-from exactly_once.local.auto_cdc.snapshot_spec import NextSnapshot, SnapshotCdcSpec
-from exactly_once.local.auto_cdc.snapshot_versions import AppliedSnapshot
+from exactly_once.local.auto_cdc.from_snapshot.flow import run_snapshots
+from exactly_once.local.auto_cdc.from_snapshot.spec import NextSnapshot, SnapshotCdcSpec
+from exactly_once.local.auto_cdc.from_snapshot.versions import AppliedSnapshot
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.auto_cdc.writer import scd_type_of
 from exactly_once.local.execution.streams import flow_error, run_available_now
@@ -84,6 +84,7 @@ def run_auto_cdc_flow(spark: SparkSession, spec: AutoCdcSpec, source: DataFrame,
     if not source.isStreaming:
         raise FlowError(f"AUTO CDC flow `{spec.name}` needs a streaming source; "
                         f"`{spec.source}` is not one")
+    check_columns(spec, source.columns)  # before anything is written, as dry-run checks them
     result = FlowResult(flow=spec.name, target=spec.target, kind="auto_cdc")
     scd = scd_type_of(spec)
     tables = warehouse.auto_cdc_tables(spec.target)
@@ -120,7 +121,7 @@ def run_snapshot_cdc_flow(spark: SparkSession, spec: SnapshotCdcSpec, next_snaps
                           warehouse: Warehouse, progress: Progress,
                           timeline: Timeline) -> FlowResult:
     """Apply the snapshots `next_snapshot` gives after the last one applied (auto_cdc/
-    snapshot_flow.py), each a batch of the flow; rows out are the keys they changed."""
+    from_snapshot/flow.py), each a batch of the flow; rows out are the keys they changed."""
     result = FlowResult(flow=spec.name, target=spec.target, kind="auto_cdc_from_snapshot")
 
     def applied(snapshot: AppliedSnapshot) -> None:

@@ -24,9 +24,9 @@ from typing import Any
 from pyspark.pipelines.flow import Flow
 from pyspark.sql import DataFrame, SparkSession
 
-from exactly_once.errors import ExactlyOnceError, GraphError
-from exactly_once.local.auto_cdc import snapshot_flow
-from exactly_once.local.auto_cdc.snapshot_spec import NextSnapshot, SnapshotCdcSpec
+from exactly_once.errors import DeclarationError, ExactlyOnceError, GraphError
+from exactly_once.local.auto_cdc.from_snapshot import flow as snapshot_flow
+from exactly_once.local.auto_cdc.from_snapshot.spec import NextSnapshot, SnapshotCdcSpec
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.execution import flows, streams
 from exactly_once.local.execution.refresh import RefreshSelection, plan_refresh
@@ -280,6 +280,8 @@ class PipelineUpdate:
         except Exception as err:  # the event log records the failure, then it propagates
             # Spark's own errors outside a query (creating a table, say) as one line too.
             failure = err if isinstance(err, ExactlyOnceError) else flow_error(flow.name, err)
+            if isinstance(failure, DeclarationError):  # found once the query was built
+                failure.in_file(self.graph.declared_in.get(flow.name))
             with self._lock:
                 self.result.flows.append(FlowResult(
                     flow=flow.name, target=flow.target, kind=kind, status="FAILED",

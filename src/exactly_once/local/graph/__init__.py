@@ -1,7 +1,8 @@
 """The pipeline as declared: files loaded into a dataflow graph, checked without data.
 
     loader.py         runs each pipeline file unchanged and returns the graph it declares
-    registry.py       collects datasets and flows through pyspark's registration hook
+    registry.py       collects datasets and flows through pyspark's registration hook, and
+                      checks them: a mistake is a DeclarationError naming file and dataset
     dp_extensions.py  Databricks' `dp` API that open-source pyspark lacks (AUTO CDC, expectations)
     expectations.py   expectation decorators and their evaluation on a DataFrame
     reads.py          reads of pipeline datasets resolved as Databricks resolves them

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 
 from pyspark import pipelines as dp
 
-from exactly_once.local.auto_cdc.snapshot_spec import SnapshotCdcDeclarations
+from exactly_once.local.auto_cdc.from_snapshot.spec import SnapshotCdcDeclarations
 from exactly_once.local.auto_cdc.spec import AutoCdcDeclarations
 from exactly_once.local.graph import expectations
 from exactly_once.local.graph.registry import PipelineGraph

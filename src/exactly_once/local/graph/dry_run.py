@@ -27,10 +27,12 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, StructType
 
-from exactly_once.errors import GraphError
-from exactly_once.local.auto_cdc import snapshot_flow, snapshot_versions
-from exactly_once.local.auto_cdc.snapshot_apply import target_schema
-from exactly_once.local.auto_cdc.snapshot_spec import SnapshotCdcSpec
+from exactly_once.errors import DeclarationError, GraphError, first_line, located
+from exactly_once.local.auto_cdc.changes import check_columns
+from exactly_once.local.auto_cdc.from_snapshot import flow as snapshot_flow
+from exactly_once.local.auto_cdc.from_snapshot import versions as snapshot_versions
+from exactly_once.local.auto_cdc.from_snapshot.apply import target_schema
+from exactly_once.local.auto_cdc.from_snapshot.spec import SnapshotCdcSpec
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.auto_cdc.writer import scd_type_of
 from exactly_once.local.graph import dp_extensions
@@ -62,11 +64,13 @@ class Problem:
     file: str | None = None
     dataset: str | None = None
 
+    @classmethod
+    def of(cls, error: DeclarationError) -> Problem:
+        return cls(error.message, error.file, error.dataset)
+
     def line(self) -> str:
-        where = [self.file] if self.file else []
-        if self.dataset:
-            where.append(f"dataset `{self.dataset}`")
-        return ": ".join([*where, self.message])
+        """As `run` prints the same mistake (errors.DeclarationError)."""
+        return located(self.message, self.file, self.dataset)
 
 
 @dataclass
@@ -117,7 +121,8 @@ class _Analyzer:
                 raise
             except Exception as err:  # noqa: BLE001 - any failure of user code is a problem
                 self.failed.add(name)
-                self.report(name, _first_line(err))
+                self.report(name, err.message if isinstance(err, DeclarationError)
+                            else first_line(err))
                 raise _Blocked(name) from None
             finally:
                 self.stack.pop()
@@ -165,17 +170,7 @@ class _Analyzer:
         if source is None:
             raise GraphError(f"AUTO CDC flow `{spec.name}` reads `{spec.source}`, which the "
                              "pipeline does not define")
-        columns = {c.lower() for c in source.columns}
-        for arg, names in [("keys", spec.keys), ("column_list", spec.column_list),
-                           ("except_column_list", spec.except_column_list),
-                           ("track_history_column_list", spec.track_history_column_list),
-                           ("track_history_except_column_list",
-                            spec.track_history_except_column_list)]:
-            missing = [n for n in names or () if n.lower() not in columns]
-            if missing:
-                raise GraphError(f"AUTO CDC flow `{spec.name}`: {arg} names "
-                                 f"{_names(missing)}, not in `{spec.source}` (its columns: "
-                                 f"{', '.join(source.columns)})")
+        check_columns(spec, source.columns)
         for arg, column in [("sequence_by", spec.sequence_by),
                             ("apply_as_deletes", spec.apply_as_deletes),
                             ("apply_as_truncates", spec.apply_as_truncates)]:
@@ -221,42 +216,36 @@ def analyze(spark: SparkSession, settings: Settings, files: Sequence[Path]) -> A
     """Load `files` and analyze every dataset's query, collecting the problems."""
     for key, value in settings.to_conf().items():
         spark.conf.set(key, value)  # as run_pipeline: what pipeline code reads its settings from
-    graph, declared_in, problems = _load(spark, files)
-    analyzer = _Analyzer(spark, graph, declared_in)
+    graph, problems = _load(spark, files)
+    analyzer = _Analyzer(spark, graph, graph.declared_in)
+    # A dataset with a problem of its declaration is not analyzed: its problem is reported.
+    analyzer.failed.update(p.dataset for p in problems if p.dataset)
     with _quiet_query_context(), resolved_reads(analyzer.resolve):
         for name in graph.outputs:
             try:
                 analyzer.dataset(name)
             except _Blocked:
                 pass
-    return Analysis(graph, _dataflow(graph, analyzer.reads, declared_in),
+    return Analysis(graph, _dataflow(graph, analyzer.reads, graph.declared_in),
                     [*problems, *analyzer.problems], list(files))
 
 
-def _load(spark: SparkSession, files: Sequence[Path]
-          ) -> tuple[PipelineGraph, dict[str, str], list[Problem]]:
-    """Every file run on its own (one that fails does not hide the others), then the graph's
-    own checks; which file declared each dataset and flow."""
-    graph, declared_in, problems = PipelineGraph(), {}, []
+def _load(spark: SparkSession, files: Sequence[Path]) -> tuple[PipelineGraph, list[Problem]]:
+    """Every file run on its own (one that fails does not hide the others), then every problem
+    of the graph's own checks, but one about a dataset whose declaration failed already."""
+    graph, problems = PipelineGraph(), []
     with graph_element_registration_context(graph), dp_extensions.installed(graph):
         for path in files:
-            known = _declared_names(graph)
             try:
-                run_file(spark, path)
-            except Exception as err:  # noqa: BLE001 - an import error, a bad declaration...
-                problems.append(Problem(f"{type(err).__name__}: {_first_line(err)}",
-                                        _shown(path)))
-            for name in _declared_names(graph) - known:
-                declared_in[name] = _shown(path)
+                run_file(spark, graph, path)
+            except DeclarationError as err:  # an import error, a bad declaration...
+                problems.append(Problem.of(err))
     try:
         graph.complete()
-    except GraphError as err:
-        problems.append(Problem(str(err)))
-    return graph, declared_in, problems
-
-
-def _declared_names(graph: PipelineGraph) -> set[str]:
-    return {*graph.outputs, *(f.name for f in graph.all_flows())}
+    except DeclarationError:
+        reported = {p.dataset for p in problems if p.dataset}
+        problems += [Problem.of(e) for e in graph.problems() if e.dataset not in reported]
+    return graph, problems
 
 
 def _dataflow(graph: PipelineGraph, reads: dict[str, list[Read]],
@@ -303,7 +292,7 @@ def _check_expectation(df: DataFrame, expectation: Expectation) -> None:
         (field,) = df.select(F.expr(expectation.constraint)).schema.fields
     except Exception as err:  # noqa: BLE001
         raise GraphError(f"expectation `{expectation.name}` ({expectation.constraint!r}) does "
-                         f"not analyze: {_first_line(err)}") from None
+                         f"not analyze: {first_line(err)}") from None
     if not isinstance(field.dataType, BooleanType):
         raise GraphError(f"expectation `{expectation.name}` ({expectation.constraint!r}) is not "
                          f"a condition: its type is {field.dataType.simpleString()}")
@@ -314,25 +303,7 @@ def _analyze_expression(spec: AutoCdcSpec, source: DataFrame, arg: str, column: 
         _ = source.select(column).schema  # analysis is the point
     except Exception as err:  # noqa: BLE001
         raise GraphError(f"AUTO CDC flow `{spec.name}`: {arg} does not analyze against "
-                         f"`{spec.source}`: {_first_line(err)}") from None
-
-
-def _shown(path: Path) -> str:
-    """`path` as the person typed it, relative to the working directory when under it."""
-    try:
-        return str(path.resolve().relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
-
-
-def _names(names: Sequence[str]) -> str:
-    return ", ".join(f"`{n}`" for n in names)
-
-
-def _first_line(err: BaseException) -> str:
-    """An error's first line of text (a ParseException's message starts with a newline)."""
-    return next((line.strip().removesuffix(";") for line in str(err).splitlines()
-                 if line.strip()), type(err).__name__)
+                         f"`{spec.source}`: {first_line(err)}") from None
 
 
 @contextmanager

@@ -12,6 +12,11 @@ as `Flow.func`. The runtime then wraps the flow's DataFrame with `apply_expectat
 * `warn` keeps the row, `drop` filters it out, `fail` raises inside the query (`raise_error`), so
   the micro-batch or batch write aborts before its Delta commit and the target stays unchanged.
   The error names the expectation, the dataset and the failing record.
+
+An expectation declared wrongly (a decorator given the wrong arguments or written above
+`@dp.table`, a name twice, a constraint that does not parse) is an `ExpectationError` naming the
+dataset, found when the graph completes (`declaration_problems`): only then is the dataset of a
+decorated function known.
 """
 
 from __future__ import annotations
@@ -22,13 +27,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pyspark.errors import PySparkRuntimeError
+from pyspark.pipelines.graph_element_registry import get_active_graph_element_registry
 from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
-from exactly_once.errors import ExpectationError
+from exactly_once.errors import ExpectationError, first_line
+from exactly_once.local.engine.sql_parser import parse_error
 
 WARN, DROP, FAIL = "warn", "drop", "fail"
 ATTRIBUTE = "_expectations"  # on the query function: list[Expectation], in declaration order
+MISTAKES = "_expectation_mistakes"  # on the query function: what its decorators were given wrongly
 _FAILURE = re.compile(r"\[USER_RAISED_EXCEPTION\] (expectation `[^`]+` on dataset `[^`]+` failed "
                       r"for record: .*?)(?: SQLSTATE: \w+)?$", re.MULTILINE)
 _ids = itertools.count()
@@ -56,17 +65,32 @@ QueryFunction = Callable[..., Any]  # what @dp.table and friends decorate
 Decorator = Callable[[QueryFunction], QueryFunction]
 
 
-def _decorator(expectations: list[Expectation]) -> Decorator:
+def _decorator(expectations: list[Expectation], mistake: str | None = None) -> Decorator:
+    """Records `expectations` on the function, or the `mistake` its decorator was given: the
+    function's dataset, which the error names, is known once @dp.table has registered it."""
     def decorate(func: QueryFunction) -> QueryFunction:
         if not callable(func):
             raise ExpectationError("expectation decorators go below @dp.table / "
-                                   "@dp.materialized_view / @dp.append_flow, on the function")
-        declared = getattr(func, ATTRIBUTE, [])
+                                   "@dp.materialized_view / @dp.append_flow, on the function",
+                                   dataset=_registered_last())
         # Decorators apply bottom-up; keep the order they are written in.
-        setattr(func, ATTRIBUTE, [*expectations, *declared])
+        setattr(func, ATTRIBUTE, [*expectations, *declared(func)])
+        if mistake is not None:
+            setattr(func, MISTAKES, [mistake, *getattr(func, MISTAKES, [])])
         return func
 
     return decorate
+
+
+def _registered_last() -> str | None:
+    """The dataset of the flow registered last while files load. A decorator written above
+    @dp.table is given what @dp.table returned (None), right after @dp.table registered the
+    flow of the function below it."""
+    try:
+        flows = getattr(get_active_graph_element_registry(), "flows", [])
+    except PySparkRuntimeError:  # no pipeline file loading: a decorator applied by hand
+        return None
+    return flows[-1].target if flows else None
 
 
 def _one(name: str, constraint: str, action: str) -> Decorator:
@@ -75,7 +99,7 @@ def _one(name: str, constraint: str, action: str) -> Decorator:
 
 def _all(expectations: Mapping[str, str], action: str) -> Decorator:
     if not isinstance(expectations, Mapping):
-        raise ExpectationError("expect_all* takes a dict of name -> SQL constraint")
+        return _decorator([], "expect_all* takes a dict of name -> SQL constraint")
     return _decorator([Expectation(n, c, action) for n, c in expectations.items()])
 
 
@@ -111,6 +135,31 @@ def declared(func: QueryFunction) -> list[Expectation]:
     return list(getattr(func, ATTRIBUTE, []) or [])
 
 
+def declaration_problems(func: QueryFunction, dataset: str) -> list[ExpectationError]:
+    """What is wrong with the expectations on `func`, the query of `dataset`, found without
+    reading data: what its decorators were given wrongly, a name twice, a constraint that does
+    not parse. Whether a constraint analyzes against the query is the query's analysis
+    (`dry-run`)."""
+    problems = [ExpectationError(m, dataset=dataset) for m in getattr(func, MISTAKES, [])]
+    expectations = declared(func)
+    names = [e.name for e in expectations]
+    if len(set(names)) != len(names):
+        problems.append(ExpectationError(
+            f"dataset `{dataset}` declares an expectation name twice: {names}", dataset=dataset))
+    for e in expectations:
+        if not isinstance(e.constraint, str):
+            problems.append(ExpectationError(
+                f"expectation `{e.name}`: its constraint must be SQL text, got "
+                f"{e.constraint!r}", dataset=dataset))
+            continue
+        error = parse_error(e.constraint)
+        if error is not None:
+            problems.append(ExpectationError(
+                f"expectation `{e.name}` ({e.constraint!r}) does not analyze: "
+                f"{first_line(error)}", dataset=dataset))
+    return problems
+
+
 # -- evaluation --------------------------------------------------------------------------------
 @dataclass
 class ObservedExpectations:
@@ -142,18 +191,10 @@ def apply_expectations(df: DataFrame, expectations: list[Expectation],
     """`df` with the expectations enforced and counted; None when there are none."""
     if not expectations:
         return df, None
-    names = [e.name for e in expectations]
-    if len(set(names)) != len(names):
-        raise ExpectationError(f"dataset `{dataset}` declares an expectation name twice: {names}")
     columns = df.columns
-    flags = []
-    for i, e in enumerate(expectations):
-        try:
-            condition = F.expr(e.constraint)
-        except Exception as err:
-            raise ExpectationError(f"expectation `{e.name}` on dataset `{dataset}` is not a SQL "
-                                   f"expression: {e.constraint!r}") from err
-        flags.append((f"__expect_{i}", e, F.coalesce(condition, F.lit(False))))
+    # Names unique and constraints parsed: checked when the graph completed.
+    flags = [(f"__expect_{i}", e, F.coalesce(F.expr(e.constraint), F.lit(False)))
+             for i, e in enumerate(expectations)]
     checked = df.select("*", *[cond.alias(col) for col, _, cond in flags])
     ok = {col: F.col(col) for col, _, _ in flags}
     drop_ok = _all_true([ok[col] for col, e, _ in flags if e.action == DROP])

@@ -1,7 +1,10 @@
-"""Collects the graph that pipeline files declare, through pyspark's own registration hook."""
+"""Collects the graph that pipeline files declare, through pyspark's own registration hook, and
+checks it: every problem a declaration can have without reading data is a DeclarationError
+naming the file and the dataset, raised while the files load (`complete`)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -9,9 +12,11 @@ from pyspark.pipelines.flow import AutoCdcFlow, Flow
 from pyspark.pipelines.graph_element_registry import GraphElementRegistry
 from pyspark.pipelines.output import MaterializedView, Output, StreamingTable, Table, TemporaryView
 
-from exactly_once.errors import GraphError
-from exactly_once.local.auto_cdc.snapshot_spec import SnapshotCdcSpec
+from exactly_once import table_properties
+from exactly_once.errors import DeclarationError, GraphError
+from exactly_once.local.auto_cdc.from_snapshot.spec import SnapshotCdcSpec
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
+from exactly_once.local.graph import expectations
 from exactly_once.table_properties import TOMBSTONE_GC_NEVER_SECONDS, tombstone_gc_seconds
 
 
@@ -21,33 +26,49 @@ class PipelineGraph(GraphElementRegistry):
     flows: list[Flow] = field(default_factory=list)
     auto_cdc_flows: list[AutoCdcSpec] = field(default_factory=list)
     snapshot_flows: list[SnapshotCdcSpec] = field(default_factory=list)
+    # The pipeline file that declared each dataset and flow, by name (the first to declare the
+    # name); `loading` is the file running now, as messages show it (loader.py).
+    declared_in: dict[str, str] = field(default_factory=dict)
+    loading: str | None = None
 
     def register_output(self, output: Output) -> None:
         if output.name in self.outputs:
-            raise GraphError(f"dataset `{output.name}` is defined twice")
+            raise GraphError(f"dataset `{output.name}` is defined twice", dataset=output.name,
+                             file=self.loading)
         self.outputs[output.name] = output
+        self._declared(output.name)
 
     def register_flow(self, flow: Flow) -> None:
         if any(f.name == flow.name for f in self.flows):
-            raise GraphError(f"flow `{flow.name}` is defined twice")
+            raise GraphError(f"flow `{flow.name}` is defined twice", dataset=flow.target,
+                             file=self.loading)
         self.flows.append(flow)
+        self._declared(flow.name)
 
     def register_auto_cdc_flow(self, flow: AutoCdcFlow) -> None:
         """pyspark's own AUTO CDC flow: never reached while the Databricks signature is
         installed on `dp` (dp_extensions.py), which registers through `register_auto_cdc_spec`."""
         raise GraphError(f"AUTO CDC flow `{flow.name or flow.target}`: pyspark's "
-                         "create_auto_cdc_flow is not supported by the local runtime")
+                         "create_auto_cdc_flow is not supported by the local runtime",
+                         dataset=flow.target, file=self.loading)
 
     def register_auto_cdc_spec(self, spec: AutoCdcSpec) -> None:
         self.auto_cdc_flows.append(spec)
+        self._declared(spec.name)
 
     def register_snapshot_spec(self, spec: SnapshotCdcSpec) -> None:
         """`create_auto_cdc_from_snapshot_flow`, through `dp_extensions` (pyspark has none);
-        named after its target, so `validate` checks its name with its target."""
+        named after its target, so `problems` checks its name with its target."""
         self.snapshot_flows.append(spec)
+        self._declared(spec.name)
 
     def register_sql(self, sql_text: str, file_path: Path) -> None:
-        raise GraphError(f"{file_path}: SQL pipeline files are not supported by the local runtime")
+        raise GraphError("SQL pipeline files are not supported by the local runtime",
+                         file=str(file_path))
+
+    def _declared(self, name: str) -> None:
+        if self.loading is not None:
+            self.declared_in.setdefault(name, self.loading)
 
     # -- views of the collected graph --------------------------------------------------------
     def tables(self) -> list[Table]:
@@ -88,40 +109,87 @@ class PipelineGraph(GraphElementRegistry):
         self.validate()
 
     def validate(self) -> None:
-        for flow in self.all_flows():
-            if flow.target not in self.outputs:
-                raise GraphError(f"flow `{flow.name}` writes to `{flow.target}`, "
-                                 "which no file declares")
-        for spec in self.auto_cdc_flows:
-            if not isinstance(self.outputs[spec.target], StreamingTable):
-                raise GraphError(f"AUTO CDC target `{spec.target}` must be a streaming table")
-        for snapshot in self.snapshot_flows:
-            if not isinstance(self.outputs[snapshot.target], StreamingTable):
-                raise GraphError(f"AUTO CDC FROM SNAPSHOT target `{snapshot.target}` must be a "
-                                 "streaming table (dp.create_streaming_table)")
-            others = [f.name for f in self.flows_into(snapshot.target) if f is not snapshot]
-            if others:
-                raise GraphError(f"AUTO CDC FROM SNAPSHOT flow `{snapshot.name}` must be the only "
-                                 f"flow into `{snapshot.target}`; "
-                                 f"{', '.join(f'`{n}`' for n in others)} also write(s) it")
-            if sum(f.name == snapshot.name for f in self.all_flows()) > 1:
-                raise GraphError(f"flow `{snapshot.name}` is defined twice")
+        """Raise the first of the graph's `problems`."""
+        for problem in self.problems():
+            raise problem
+
+    def problems(self) -> Iterator[DeclarationError]:
+        """Every problem of the declared graph, in the order the checks run, each naming the
+        dataset it is about and the file that declared it. Expectation constraints are parsed
+        in the active session (the one the files loaded in)."""
+        yield from self._flow_problems()
         for name in self.outputs:
             if not self.flows_into(name):
-                raise GraphError(f"dataset `{name}` has no flow")
-        self._validate_tombstones()
+                yield self._error(f"dataset `{name}` has no flow", name)
+        yield from self._tombstone_problems()
+        for name, output in self.outputs.items():
+            try:
+                table_properties.check(getattr(output, "table_properties", None) or {}, name)
+            except DeclarationError as err:
+                yield err.in_file(self.declared_in.get(name))
+        for flow in self.flows:
+            for error in expectations.declaration_problems(flow.func, flow.target):
+                yield error.in_file(self.declared_in.get(flow.name))
 
-    def _validate_tombstones(self) -> None:
+    def _error(self, message: str, dataset: str, declared_by: str | None = None) -> GraphError:
+        """A GraphError about `dataset`, naming the file that declared `declared_by` (by
+        default the dataset)."""
+        return GraphError(message, dataset=dataset,
+                          file=self.declared_in.get(declared_by or dataset))
+
+    def _flow_problems(self) -> Iterator[GraphError]:
+        for flow in self.all_flows():
+            if flow.target not in self.outputs:
+                yield self._error(f"flow `{flow.name}` writes to `{flow.target}`, "
+                                  "which no file declares", flow.target, flow.name)
+        for name in self.outputs:
+            others = [f.name for f in self.flows_into(name) if f.name != name]
+            if self.is_view(name) and others:  # a view is read as its query (view_flow)
+                yield self._error(f"temporary view `{name}` has no flow but its own query; "
+                                  f"{', '.join(f'`{n}`' for n in others)} also write(s) it",
+                                  name, others[0])
+        for spec in self.auto_cdc_flows:
+            if spec.source not in self.outputs:  # a change feed of the pipeline (update.py)
+                yield self._error(f"AUTO CDC flow `{spec.name}` reads `{spec.source}`, which the "
+                                  "pipeline does not define", spec.target, spec.name)
+            if spec.target in self.outputs \
+                    and not isinstance(self.outputs[spec.target], StreamingTable):
+                yield self._error(f"AUTO CDC target `{spec.target}` must be a streaming table",
+                                  spec.target, spec.name)
+        for snapshot in self.snapshot_flows:
+            if snapshot.target not in self.outputs:
+                continue
+            if not isinstance(self.outputs[snapshot.target], StreamingTable):
+                yield self._error(f"AUTO CDC FROM SNAPSHOT target `{snapshot.target}` must be a "
+                                  "streaming table (dp.create_streaming_table)", snapshot.target,
+                                  snapshot.name)
+                continue
+            others = [f.name for f in self.flows_into(snapshot.target) if f is not snapshot]
+            if others:
+                yield self._error(f"AUTO CDC FROM SNAPSHOT flow `{snapshot.name}` must be the only "
+                                  f"flow into `{snapshot.target}`; "
+                                  f"{', '.join(f'`{n}`' for n in others)} also write(s) it",
+                                  snapshot.target, snapshot.name)
+            elif sum(f.name == snapshot.name for f in self.all_flows()) > 1:
+                yield self._error(f"flow `{snapshot.name}` is defined twice", snapshot.target,
+                                  snapshot.name)
+
+    def _tombstone_problems(self) -> Iterator[GraphError]:
         """An SCD2 journal keeps every delete; an SCD1 table over the same changes whose
         tombstones expire would disagree with it once an older event arrives after expiry."""
         scd2 = {(s.source, s.keys): s for s in self.auto_cdc_flows if s.stored_as_scd_type == 2}
         for spec in self.auto_cdc_flows:
             history = scd2.get((spec.source, spec.keys))
-            seconds = tombstone_gc_seconds(self.table_properties(spec.target))
-            if spec.stored_as_scd_type == 1 and history and seconds < TOMBSTONE_GC_NEVER_SECONDS:
-                raise GraphError(
+            if spec.stored_as_scd_type != 1 or history is None:
+                continue
+            try:
+                seconds = tombstone_gc_seconds(self.table_properties(spec.target))
+            except ValueError:  # not a number: a problem of the table's properties
+                continue
+            if seconds < TOMBSTONE_GC_NEVER_SECONDS:
+                yield self._error(
                     f"`{spec.target}` expires tombstones after {seconds:g} s "
                     "(pipelines.cdc.tombstoneGCThresholdInSeconds) but the SCD2 table "
                     f"`{history.target}` over the same changes keeps every delete: they would "
                     "disagree once an older event arrives after expiry; keep the tombstones "
-                    "(exactly_once.table_properties.TOMBSTONES_KEPT)")
+                    "(exactly_once.table_properties.TOMBSTONES_KEPT)", spec.target, spec.name)

@@ -38,7 +38,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import ArrayType, DataType, StructType
 
-from exactly_once.local.auto_cdc.snapshot_versions import shown
+from exactly_once.local.auto_cdc.from_snapshot.versions import shown
 from exactly_once.local.observe.progress import FlowResult
 from exactly_once.local.observe.timeline import Span, Timeline
 from exactly_once.local.storage import delta_log

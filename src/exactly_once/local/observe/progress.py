@@ -6,7 +6,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from exactly_once.local.auto_cdc.snapshot_versions import AppliedSnapshot, shown
+from exactly_once.local.auto_cdc.from_snapshot.versions import AppliedSnapshot, shown
 from exactly_once.local.graph.expectations import ExpectationMetric
 from exactly_once.local.observe.timeline import Timeline
 

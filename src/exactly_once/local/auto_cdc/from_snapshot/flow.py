@@ -26,9 +26,8 @@ from typing import Any
 from pyspark.sql import DataFrame, Observation, SparkSession
 
 from exactly_once.errors import SnapshotError
-from exactly_once.local.auto_cdc import snapshot_versions
-from exactly_once.local.auto_cdc.scd2 import START_AT
-from exactly_once.local.auto_cdc.snapshot_apply import (
+from exactly_once.local.auto_cdc.from_snapshot import versions
+from exactly_once.local.auto_cdc.from_snapshot.apply import (
     current_rows,
     merge_scd1,
     merge_scd2,
@@ -36,15 +35,16 @@ from exactly_once.local.auto_cdc.snapshot_apply import (
     snapshot_part,
     target_schema,
 )
-from exactly_once.local.auto_cdc.snapshot_diff import (
+from exactly_once.local.auto_cdc.from_snapshot.diff import (
     SnapshotCounts,
     data_columns,
     observed_counts,
     schema_mismatch,
     snapshot_changes,
 )
-from exactly_once.local.auto_cdc.snapshot_spec import NextSnapshot, SnapshotCdcSpec
-from exactly_once.local.auto_cdc.snapshot_versions import AppliedSnapshot, shown
+from exactly_once.local.auto_cdc.from_snapshot.spec import NextSnapshot, SnapshotCdcSpec
+from exactly_once.local.auto_cdc.from_snapshot.versions import AppliedSnapshot, shown
+from exactly_once.local.auto_cdc.scd2 import START_AT
 from exactly_once.local.engine.materialize import computed_once
 from exactly_once.local.storage import idempotent
 from exactly_once.local.storage.delta_log import Marker
@@ -162,7 +162,7 @@ def apply_snapshot(spark: SparkSession, spec: SnapshotCdcSpec, warehouse: Wareho
     the session other flows commit through at the same time.
     """
     check_columns(spec, snapshot.columns)
-    version_type = snapshot_versions.spark_type(version)
+    version_type = versions.spark_type(version)
     if not warehouse.has_table(spec.target):
         with step("create table", ordinal):
             warehouse.create_table(spark, spec.target, target_schema(
@@ -212,7 +212,7 @@ def run_snapshots(spark: SparkSession, spec: SnapshotCdcSpec, next_snapshot: Nex
     """Ask `next_snapshot` for snapshots after the log's latest version until it returns None,
     applying and recording each in turn; the snapshots applied."""
     log = warehouse.auto_cdc_tables(spec.target).state
-    last = snapshot_versions.latest(log)
+    last = versions.latest(log)
     ordinal, latest = (last[0] + 1, last[1]) if last else (0, None)
     applied: list[AppliedSnapshot] = []
     writer = spark.newSession()  # for the MERGEs' commit settings: other flows share `spark`
@@ -225,10 +225,10 @@ def run_snapshots(spark: SparkSession, spec: SnapshotCdcSpec, next_snapshot: Nex
                                     "is no first snapshot to apply; the flow needs one")
             return applied
         snapshot, version = check_shape(spec, latest, result)
-        snapshot_versions.check_next(spec.name, asked(spec, latest), version, latest)
+        versions.check_next(spec.name, asked(spec, latest), version, latest)
         done = apply_snapshot(spark, spec, warehouse, snapshot, version, ordinal, step, writer)
         with step("record version", ordinal):
-            snapshot_versions.record(log, done)
+            versions.record(log, done)
         on_applied(done)
         applied.append(done)
         latest, ordinal = version, ordinal + 1

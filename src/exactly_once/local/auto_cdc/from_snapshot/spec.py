@@ -6,6 +6,7 @@ table; `source` is either the name of a table or view, snapshotted once per upda
 update's processing time as its version, or a function `next_snapshot_and_version(latest)`
 returning `(DataFrame, version)` or None, asked again and again until it returns None. Open-source
 pyspark has no such function; `dp_extensions.installed` puts this one on `dp` while files load.
+A wrong argument is a `DeclarationError` about the target (declaration.py).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 
-from exactly_once.local.auto_cdc.spec import ColumnLike, _names, _optional_names, checked_scd_type
+from exactly_once.local.auto_cdc.declaration import ColumnLike, Declaration
 
 # `next_snapshot_and_version(latest_version)`: the snapshot after `latest_version` (None before
 # the first) with its version, or None when there is none yet.
@@ -72,23 +73,23 @@ class SnapshotCdcDeclarations:
         track_history_except_column_list: list[ColumnLike] | None = None,
         once: bool = False,
     ) -> None:
+        declaration = Declaration("create_auto_cdc_from_snapshot_flow", target)
         if once:
-            raise NotImplementedError("local AUTO CDC FROM SNAPSHOT does not support once=True")
+            raise declaration.error("local AUTO CDC FROM SNAPSHOT does not support once=True")
         if not (isinstance(source, str) and source) and not callable(source):
-            raise TypeError("source must be the name of a table or view, or a function "
-                            f"next_snapshot_and_version(latest_version); got {source!r}")
-        scd_type = checked_scd_type(stored_as_scd_type, track_history_column_list,
-                                    track_history_except_column_list)
-        if not keys:
-            raise ValueError("create_auto_cdc_from_snapshot_flow needs at least one key")
+            raise declaration.error("source must be the name of a table or view, or a function "
+                                    f"next_snapshot_and_version(latest_version); got {source!r}")
+        scd_type = declaration.scd_type(stored_as_scd_type, track_history_column_list,
+                                        track_history_except_column_list)
+        names = declaration.optional_column_names
         self.register(SnapshotCdcSpec(
             name=target,  # Databricks names the flow after its target
             target=target,
             source=source,
-            keys=_names("keys", keys),
+            keys=declaration.keys(keys),
             stored_as_scd_type=scd_type,
-            track_history_column_list=_optional_names("track_history_column_list",
-                                                      track_history_column_list),
-            track_history_except_column_list=_optional_names(
-                "track_history_except_column_list", track_history_except_column_list),
+            track_history_column_list=names("track_history_column_list",
+                                            track_history_column_list),
+            track_history_except_column_list=names("track_history_except_column_list",
+                                                   track_history_except_column_list),
         ))

@@ -1,4 +1,4 @@
-"""A snapshot's changes (snapshot_diff.py) written to the target: one Delta MERGE, SCD1 or SCD2.
+"""A snapshot's changes (diff.py) written to the target: one Delta MERGE, SCD1 or SCD2.
 
 SCD1: the target holds the snapshot's rows; inserted keys are inserted, updated keys take the
 snapshot's columns, deleted keys are deleted.
@@ -25,8 +25,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, StructField, StructType
 
-from exactly_once.local.auto_cdc.scd2 import END_AT, START_AT
-from exactly_once.local.auto_cdc.snapshot_diff import (
+from exactly_once.local.auto_cdc.from_snapshot.diff import (
     CHANGE,
     DELETE,
     INSERT,
@@ -34,6 +33,7 @@ from exactly_once.local.auto_cdc.snapshot_diff import (
     TRACKED_CHANGE,
     UPDATE,
 )
+from exactly_once.local.auto_cdc.scd2 import END_AT, START_AT
 
 OP = "__op"  # SCD2: open (insert a version) | close (end the current one) | update (in place)
 
