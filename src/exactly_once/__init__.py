@@ -1,1 +1,27 @@
-"""Exactly-once effects from at-least-once Kafka delivery in a Delta lakehouse."""
+"""Exactly-once effects from at-least-once Kafka delivery in a Delta lakehouse.
+
+The package's parts import one way: a part may import the parts on the lines below its own,
+never one on its line or above (tests/test_layering.py keeps that true; inside `local/` its
+wings do the same, `local.WINGS`):
+
+    cli                           the command line
+    quality, deploy, services     data quality; deployment files; the local services
+    local                         the local runtime
+    transforms                    bronze / silver / gold logic, what the pipeline files call
+    kafka, exports                Kafka tooling; daily export files
+    settings, table_properties    conf/, read in one place; the table properties the runtime reads
+    errors, paths
+
+Nothing is imported here.
+"""
+
+# Highest first; the order the docstring above gives.
+LAYERS = (
+    ("cli",),
+    ("quality", "deploy", "services"),
+    ("local",),
+    ("transforms",),
+    ("kafka", "exports"),
+    ("settings", "table_properties"),
+    ("errors", "paths"),
+)

@@ -7,7 +7,7 @@ in this list, never one above it (tests/test_layering.py keeps that true):
     execution/  an update: the graph run flow by flow, upstream first; refresh, continuous runs
     observe/    what an update reports: progress, timeline, event log
     graph/      the pipeline files loaded into a dataflow graph, `dp` extensions, dry-run
-    auto_cdc/   `create_auto_cdc_flow` applied to Delta, SCD1 and SCD2
+    auto_cdc/   AUTO CDC applied to Delta: SCD1, SCD2 and from snapshots
     storage/    the warehouse on disk: layout, Delta log reads, the lock, idempotent writes
     engine/     the Spark session and the JVM it runs in
 

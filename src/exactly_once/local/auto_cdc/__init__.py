@@ -19,6 +19,6 @@ What both declarations take alike (column names, the SCD type and its history co
 
     declaration.py  checked the same way for both
 
-May import storage and engine; never graph, observe or execution. Nothing is imported here,
+May import storage and engine; never graph, observe, execution or inspect. Nothing is imported here,
 so loading a spec does not load Delta.
 """
