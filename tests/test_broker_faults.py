@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
-from helpers import order, reward
+from events import order, reward
 from reference import Delivered
 from test_cli_errors import covers, in_process_error_line, only_error_line
 from test_end_to_end import assert_tables_match, consume_all

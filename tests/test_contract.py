@@ -13,7 +13,7 @@ from pathlib import Path
 
 import contract_oracle
 import pytest
-from helpers import checked_events, kafka_rows, order, reward
+from events import order, reward
 from jsonschema import Draft202012Validator
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
@@ -24,6 +24,7 @@ from pyspark.sql.types import (
     StructType,
     TimestampType,
 )
+from silver_frames import checked_events, kafka_rows
 from silver_pipeline import run_silver
 
 from exactly_once.kafka.kcat import KafkaRecord
@@ -42,7 +43,8 @@ from exactly_once.transforms.silver import (
 )
 
 VALID = json.dumps(order("e1", "o1", 1))
-# The helpers' events happen at 2026-11-21T10:00:00Z; Kafka stamps them a minute later.
+# The events happen at 2026-11-21T10:00:00Z (events.OCCURRED_AT); Kafka stamps them a minute
+# later.
 KAFKA_TIME = datetime(2026, 11, 21, 10, 1, tzinfo=timezone.utc)
 
 

@@ -21,7 +21,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from helpers import chromium
+from browser import chromium
 from pyspark.sql import functions as F
 from reference import Delivered
 from reference_deliveries import (

@@ -8,8 +8,8 @@ import json
 import textwrap
 
 import pytest
-from helpers import last_execution_id, last_operation, sql_plans_since
 from pyspark.pipelines.output import MaterializedView, StreamingTable, TemporaryView
+from spark_probes import last_execution_id, last_operation, sql_plans_since
 
 from exactly_once.errors import FlowError, GraphError
 from exactly_once.local.auto_cdc.snapshot_spec import SnapshotCdcSpec

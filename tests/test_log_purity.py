@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 from delta.tables import DeltaTable
-from helpers import order, reward
+from events import order, reward
 from pyspark.sql import functions as F
 
 from exactly_once import cli

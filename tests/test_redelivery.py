@@ -11,7 +11,7 @@ import shutil
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from helpers import order, reward
+from events import order, reward
 
 from exactly_once.kafka.kcat import KafkaRecord, write_kcat_jsonl
 from exactly_once.local.execution.pipeline import run_pipeline

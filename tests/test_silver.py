@@ -2,8 +2,8 @@
 
 Each test composes the functions the pipeline files call, as they call them: `parse_events`
 (parsed_*.py), `well_formed_events` under `rule_verdicts` expectations (silver_*.py's
-`checked_<topic>` view; `helpers.checked_events` applies them as `expect_all_or_drop` does),
-`silver_events` (silver_*.py) and `quarantined_records` (quarantine.py).
+`checked_<topic>` view; `silver_frames.checked_events` applies them as `expect_all_or_drop`
+does), `silver_events` (silver_*.py) and `quarantined_records` (quarantine.py).
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ import json
 from datetime import datetime, timezone
 
 import pytest
-from helpers import checked_events, kafka_rows, order, reward
+from events import order, reward
+from silver_frames import checked_events, kafka_rows
 
 from exactly_once.errors import SettingsError
 from exactly_once.local.observe.delivery import utc
@@ -30,8 +31,8 @@ from exactly_once.transforms.silver import (
     well_formed_events,
 )
 
-# The helpers' events happen at 2026-11-21T10:00:00Z (the watermark test's up to 10:05);
-# Kafka stamps them at 10:10, so none is dated after its record.
+# The events happen at 2026-11-21T10:00:00Z (events.OCCURRED_AT; the watermark test's up to
+# 10:05); Kafka stamps them at 10:10, so none is dated after its record.
 KAFKA_TIME = datetime(2026, 11, 21, 10, 10, tzinfo=timezone.utc)
 
 

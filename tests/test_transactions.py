@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import KafkaError, Message, Producer
-from helpers import order, reward
+from events import order, reward
 from reference import (
     Delivered,
     current_orders,
