@@ -6,15 +6,15 @@ import json
 import time
 
 import pytest
-from helpers import (
+from auto_cdc_crash import crash_after_target_commit
+from pyspark.sql import functions as F
+from spark_probes import (
     ShuffledRowsByStep,
     calls_into_the_jvm,
-    crash_after_target_commit,
     last_operation,
     runs_python_worker,
     scan_of,
 )
-from pyspark.sql import functions as F
 
 from exactly_once.local.auto_cdc import changes
 from exactly_once.local.auto_cdc.commits import BatchWrite

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from helpers import ShuffledRowsByStep, crash_after_target_commit, last_operation, scan_of
+from auto_cdc_crash import crash_after_target_commit
 from pyspark.sql import functions as F
+from spark_probes import ShuffledRowsByStep, last_operation, scan_of
 
 from exactly_once.errors import FlowError
 from exactly_once.local.auto_cdc import changes

@@ -17,12 +17,11 @@ import signal
 import subprocess
 import sys
 import time
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
-from helpers import order, reward
+from events import Clock, grant, order
 from reference import Delivered
 from test_cli_errors import covers, in_process_error_line, only_error_line
 from test_end_to_end import assert_tables_match, consume_all
@@ -39,7 +38,7 @@ from exactly_once.settings.pipeline import load_settings
 pytestmark = pytest.mark.kafka
 
 TOPICS = ["orders", "player-rewards"]  # conf/base.yml's: the CLI reads them
-NOW = datetime.now(timezone.utc).replace(microsecond=0) - timedelta(minutes=30)
+CLOCK = Clock.ago(minutes=30)
 # From the SIGKILL to the command's exit. The settings bound the wait for the dead broker to
 # fetch_offset_retries x (default_api_timeout_ms + 1 s) = 63 s on the driver, or
 # poll_timeout_ms + default_api_timeout_ms = 40 s in a task; the rest is the update failing its
@@ -82,19 +81,16 @@ def settings_for(bootstrap: str, **kafka: str):
         **{f"exactly_once.kafka.{key}": value for key, value in kafka.items()}})
 
 
-def at(minutes: int) -> str:
-    return (NOW + timedelta(minutes=minutes)).isoformat().replace("+00:00", "Z")
-
-
 @covers(SourceUnavailableError)
 def test_a_broker_killed_mid_update_ends_it_in_one_line_and_the_next_run_completes(
         spark, own_broker, tmp_path):
     bootstrap = own_broker.bootstrap
     kafka_admin.ensure_topics(bootstrap, dict.fromkeys(TOPICS, 2))
     records = [KafkaRecord("orders", f"o{i}", json.dumps(order(
-        f"o{i}-{s}", f"o{i}", s, occurred_at=at(s)))) for i in range(3) for s in (1, 2)]
-    records += [KafkaRecord("player-rewards", f"p{i}", json.dumps(reward(
-        f"g{i}", f"p{i % 2}", 5, occurred_at=at(i)))) for i in range(4)]
+        f"o{i}-{s}", f"o{i}", s, occurred_at=CLOCK.at(minutes=s))))
+        for i in range(3) for s in (1, 2)]
+    records += [KafkaRecord("player-rewards", f"p{i}", json.dumps(grant(
+        f"g{i}", f"p{i % 2}", 5, occurred_at=CLOCK.at(minutes=i)))) for i in range(4)]
     produce_records(bootstrap, records)
     warehouse = tmp_path / "warehouse"
     # Micro-batches of 2 offsets: the broker dies after bronze's first, with more to read.
@@ -171,17 +167,17 @@ def test_records_deleted_by_retention_before_they_were_read_stop_the_update_in_o
     bootstrap = own_broker.bootstrap
     kafka_admin.ensure_topics(bootstrap, {"orders": 2, "player-rewards": 1})
 
-    def grant(i: int) -> KafkaRecord:
-        return KafkaRecord("player-rewards", "p1", json.dumps(reward(f"g{i}", "p1", i,
-                                                                     occurred_at=at(i))))
+    def grant_record(i: int) -> KafkaRecord:
+        return KafkaRecord("player-rewards", "p1", json.dumps(grant(
+            f"g{i}", "p1", i, occurred_at=CLOCK.at(minutes=i))))
 
     def upsert(order_id: str, sequence: int, partition: int) -> KafkaRecord:
         return KafkaRecord("orders", order_id, json.dumps(order(
-            f"{order_id}-{sequence}", order_id, sequence, occurred_at=at(sequence))),
+            f"{order_id}-{sequence}", order_id, sequence, occurred_at=CLOCK.at(minutes=sequence))),
             partition=partition)
 
     # Read by the first update: offset 0 of each partition.
-    produce_records(bootstrap, [upsert("o1", 1, 0), upsert("o2", 1, 1), grant(1)])
+    produce_records(bootstrap, [upsert("o1", 1, 0), upsert("o2", 1, 1), grant_record(1)])
     warehouse = tmp_path / "warehouse"
     run_pipeline(spark, settings_for(bootstrap), warehouse)
 
@@ -190,11 +186,11 @@ def test_records_deleted_by_retention_before_they_were_read_stop_the_update_in_o
     # more records arrive after the gap.
     produce_records(bootstrap, [upsert("o1", 2, 0), upsert("o1", 3, 0), upsert("o1", 4, 0),
                                 upsert("o2", 2, 1), upsert("o2", 3, 1),
-                                grant(2), grant(3), grant(4), grant(5)])
+                                grant_record(2), grant_record(3), grant_record(4), grant_record(5)])
     set_retention(bootstrap, TOPICS, "100")
     wait_for_log_start(bootstrap, {("orders", 0): 4, ("orders", 1): 3, ("player-rewards", 0): 5})
     set_retention(bootstrap, TOPICS, None)
-    produce_records(bootstrap, [upsert("o1", 5, 0), grant(6)])
+    produce_records(bootstrap, [upsert("o1", 5, 0), grant_record(6)])
 
     code = cli_module.main(["run", "--quiet", "--warehouse", str(warehouse),
                      "--bootstrap-servers", bootstrap])
@@ -210,7 +206,7 @@ def test_records_deleted_by_retention_before_they_were_read_stop_the_update_in_o
     first_read = [
         Delivered("orders", 0, 0, "o1", upsert("o1", 1, 0).payload),
         Delivered("orders", 1, 0, "o2", upsert("o2", 1, 1).payload),
-        Delivered("player-rewards", 0, 0, "p1", grant(1).payload)]
+        Delivered("player-rewards", 0, 0, "p1", grant_record(1).payload)]
     after_the_gap = consume_all(bootstrap, TOPICS)
     assert [(d.topic, d.partition, d.offset) for d in after_the_gap] == [
         ("orders", 0, 4), ("player-rewards", 0, 5)]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import contract_oracle
 import pytest
-from helpers import checked_events, kafka_rows, order, reward
+from events import grant, order
 from jsonschema import Draft202012Validator
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
@@ -24,6 +24,7 @@ from pyspark.sql.types import (
     StructType,
     TimestampType,
 )
+from silver_frames import checked_events, kafka_rows
 from silver_pipeline import run_silver
 
 from exactly_once.kafka.kcat import KafkaRecord
@@ -42,7 +43,8 @@ from exactly_once.transforms.silver import (
 )
 
 VALID = json.dumps(order("e1", "o1", 1))
-# The helpers' events happen at 2026-11-21T10:00:00Z; Kafka stamps them a minute later.
+# The events happen at 2026-11-21T10:00:00Z (events.OCCURRED_AT); Kafka stamps them a minute
+# later.
 KAFKA_TIME = datetime(2026, 11, 21, 10, 1, tzinfo=timezone.utc)
 
 
@@ -112,8 +114,8 @@ def test_valid_values_reach_silver_exactly_as_sent(spark, settings):
 ])
 def test_xp_is_an_integer_literal_within_int(spark, settings, xp, errors):
     rewards = settings.topic("player_rewards")
-    payload = json.dumps(reward("x1", "p1", 0)).replace('"xp": 0', f'"xp": {json.dumps(xp)}'
-                                                       if xp != "1e2" else '"xp": 1e2')
+    payload = json.dumps(grant("x1", "p1", 0)).replace('"xp": 0', f'"xp": {json.dumps(xp)}'
+                                                      if xp != "1e2" else '"xp": 1e2')
     parsed = parse_events(delivered(spark, [("player-rewards", "p1", payload)]), rewards)
     assert [r["errors"] for r in parsed.collect()] == [errors]
 
@@ -136,20 +138,20 @@ def test_an_event_dated_far_ahead_is_quarantined_and_later_events_still_reach_si
         KafkaRecord("orders", "o3", _with("occurred_at", "1793495733000").replace('"o1"', '"o3"')
                     .replace('"e1"', '"e4"'),
                     0, 2, kafka_ms),
-        KafkaRecord("player-rewards", "p1", json.dumps(reward("g1", "p1", 5,
-                                                              "2099-01-01T00:00:00Z")),
+        KafkaRecord("player-rewards", "p1", json.dumps(grant("g1", "p1", 5,
+                                                             occurred_at="2099-01-01T00:00:00Z")),
                     0, 0, kafka_ms),
         # At exactly max_clock_skew (5 minutes) after its Kafka timestamp: still plausible.
-        KafkaRecord("player-rewards", "p1", json.dumps(reward("g2", "p1", 5,
-                                                              "2026-11-21T10:06:00Z")),
+        KafkaRecord("player-rewards", "p1", json.dumps(grant("g2", "p1", 5,
+                                                             occurred_at="2026-11-21T10:06:00Z")),
                     0, 1, kafka_ms),
     ]
     later = [
         KafkaRecord("orders", "o1", json.dumps(order("e3", "o1", 2,
                                                      occurred_at="2026-11-21T10:02:00Z")),
                     0, 3, kafka_ms + 60_000),
-        KafkaRecord("player-rewards", "p1", json.dumps(reward("g3", "p1", 5,
-                                                              "2026-11-21T10:02:00Z")),
+        KafkaRecord("player-rewards", "p1", json.dumps(grant("g3", "p1", 5,
+                                                             occurred_at="2026-11-21T10:02:00Z")),
                     0, 2, kafka_ms + 60_000),
     ]
     tables = run_silver(spark, [first, later], tmp_path)
@@ -295,7 +297,7 @@ def test_integer_bounds_are_where_the_pipeline_draws_them(spark, settings, name,
     topic = settings.topic(name)
     prop = contract_oracle.schema(topic.kafka_topic)["properties"][field]
     assert (prop["minimum"], prop["maximum"]) == (low, high)
-    base = order("e1", "o1", 1) if name == "orders" else reward("e1", "o1", 1)
+    base = order("e1", "o1", 1) if name == "orders" else grant("e1", "o1", 1)
     key = "o1"
     payloads = [json.dumps(base).replace(f'"{field}": 1', f'"{field}": {n}')
                 for n in (low - 1, low, high, high + 1)]

@@ -30,10 +30,10 @@ from contract_oracle import (
     judge,
     validator,
 )
-from helpers import KAFKA_SCHEMA, checked_events
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from reference import MAX_EVENT_AGE
+from silver_frames import KAFKA_SCHEMA, checked_events
 from silver_pipeline import run_silver
 
 from exactly_once.kafka.kcat import KafkaRecord
@@ -525,7 +525,7 @@ def test_the_pipeline_agrees_with_the_oracle_on_every_record(spark, settings, tm
 def test_the_transforms_agree_with_the_oracle_on_raw_bytes(spark, settings):
     """Raw Kafka bytes, some not UTF-8, and more event times back to year 1000, through the
     transforms the pipeline files compose: parse_events, then well_formed_events and the rules'
-    expectations (helpers.checked_events; no watermark here) / quarantined_records."""
+    expectations (silver_frames.checked_events; no watermark here) / quarantined_records."""
     records = generated(EXAMPLES, ancient=True, bytes_too=True)
     rows = [(None if r.key is None else r.key.encode(), r.value, r.topic, 0, i, r.kafka_time,
              0, []) for i, r in enumerate(records)]

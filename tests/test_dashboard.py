@@ -8,7 +8,7 @@ import threading
 import urllib.request
 
 import pytest
-from helpers import chromium
+from browser import chromium
 from pyspark.sql import functions as F
 
 from exactly_once.local.observe import event_log

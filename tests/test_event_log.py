@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from datetime import date
 
-from helpers import runs_python_worker
+from spark_probes import runs_python_worker
 
 from exactly_once.local.auto_cdc.from_snapshot.versions import AppliedSnapshot
 from exactly_once.local.graph.expectations import ExpectationMetric

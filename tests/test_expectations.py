@@ -7,8 +7,8 @@ import json
 import textwrap
 
 import pytest
-from helpers import checked_events
 from pyspark.sql import functions as F
+from silver_frames import checked_events
 
 from exactly_once.errors import FlowError
 from exactly_once.local.execution.pipeline import run_pipeline

@@ -17,11 +17,12 @@ import shutil
 import threading
 import urllib.request
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from helpers import chromium
+from browser import chromium
+from events import ORDERS, REWARDS, Clock, Event, as_logged, grant, kafka_records, order
 from pyspark.sql import functions as F
 from reference import Delivered
 from reference_deliveries import (
@@ -33,7 +34,7 @@ from reference_deliveries import (
 
 from exactly_once import cli
 from exactly_once.kafka.generator import GeneratorConfig, generate_stream
-from exactly_once.kafka.kcat import KafkaRecord, write_kcat_jsonl
+from exactly_once.kafka.kcat import write_kcat_jsonl
 from exactly_once.local.execution.pipeline import run_pipeline
 from exactly_once.local.inspect import explain_reads
 from exactly_once.local.inspect.delivery import KINDS, PENDING
@@ -48,99 +49,53 @@ from exactly_once.local.inspect.explain_reads import GOLD, CurrentStateGold, Led
 from exactly_once.local.inspect.explain_text import as_dict, plain
 from exactly_once.settings.pipeline import load_settings
 
-ORDERS, REWARDS = "orders", "player-rewards"
 ERROR = "exactly-once: error: "
-# Event times near now; the broker receives the i-th hand-written delivery at LOG_START + i s.
-BASE = datetime.now(timezone.utc).replace(microsecond=0) - timedelta(hours=2)
-LOG_START = BASE + timedelta(minutes=10)
-LATE_BY_LOG = timedelta(days=35)  # past max_event_age (30 days)
+# Event times near now: an order happens `sequence` seconds after CLOCK.start, a grant 5 seconds
+# after it. The broker receives the i-th hand-written delivery at LOG_START + i s.
+CLOCK = Clock.ago(hours=2)
+LOG_START = CLOCK.start + timedelta(minutes=10)
 
-
-def at(seconds: int) -> str:
-    return (BASE + timedelta(seconds=seconds)).isoformat().replace("+00:00", "Z")
-
-
-@dataclass(frozen=True)
-class Sent:
-    """A hand-written delivery: what the producer sent, and whether the broker got it late."""
-
-    topic: str
-    key: str | None
-    payload: str
-    late_by_log: bool = False
-
-
-def order(event_id: str, order_id: str, sequence: int, status: str = "paid",
-          event_type: str = "order_updated", amount: str = "10.00") -> Sent:
-    payload = {"event_id": event_id, "event_type": event_type, "order_id": order_id,
-               "sequence": sequence, "occurred_at": at(sequence)}
-    if event_type != "order_deleted":
-        payload |= {"customer_id": "c1", "status": status, "amount": amount, "currency": "EUR"}
-    return Sent(ORDERS, order_id, json.dumps(payload))
-
-
-def grant(event_id: str, player_id: str, xp: int, late_by_log: bool = False) -> Sent:
-    return Sent(REWARDS, player_id, json.dumps({
-        "event_id": event_id, "event_type": "xp_granted", "player_id": player_id, "xp": xp,
-        "reason": "quest", "occurred_at": at(5)}), late_by_log)
-
-
-FIVE = order("x-o5-1", "x-o5", 1, event_type="order_created")
-DEL_2 = order("x-od-2", "x-od", 2, status="shipped")
-TIE_A = order("x-ot-2a", "x-ot", 2, status="paid")
-LATE_ONLY = grant("x-pl-1", "x-pl", 100, late_by_log=True)
-LATE_FIRST = grant("x-pl-2", "x-pl", 20)
-IN_TIME_FIRST = grant("x-pl-3", "x-pl", 3)
-RESPACED = grant("x-pl-4", "x-pl", 4)
+FIVE = Event.of(order("x-o5-1", "x-o5", 1, event_type="order_created", occurred_at=CLOCK.at(1)))
+DEL_2 = Event.of(order("x-od-2", "x-od", 2, status="shipped", occurred_at=CLOCK.at(2)))
+TIE_A = Event.of(order("x-ot-2a", "x-ot", 2, status="paid", occurred_at=CLOCK.at(2)))
+LATE_ONLY = Event.of(grant("x-pl-1", "x-pl", 100, occurred_at=CLOCK.at(5)), late_by_log=True)
+LATE_FIRST = Event.of(grant("x-pl-2", "x-pl", 20, occurred_at=CLOCK.at(5)))
+IN_TIME_FIRST = Event.of(grant("x-pl-3", "x-pl", 3, occurred_at=CLOCK.at(5)))
+RESPACED = Event.of(grant("x-pl-4", "x-pl", 4, occurred_at=CLOCK.at(5)))
 HAND_RUNS = [
-    [Sent(ORDERS, "x-oq", "not json {"),  # a key only ever quarantined
-     Sent(ORDERS, "x-oq", order("x-oq-1", "x-oq", 1, amount="-1.00").payload),
+    [Event(ORDERS, "x-oq", "not json {"),  # a key only ever quarantined
+     Event.of(order("x-oq-1", "x-oq", 1, amount="-1.00", occurred_at=CLOCK.at(1))),
      FIVE, FIVE, FIVE,  # an event delivered five times (twice more in the next update)
-     order("x-od-1", "x-od", 1, event_type="order_created"), DEL_2,
-     order("x-od-3", "x-od", 3, event_type="order_deleted"),
-     order("x-ox-1", "x-ox", 1, event_type="order_created"),
-     order("x-ox-3", "x-ox", 3, event_type="order_deleted"),
-     order("x-ot-1", "x-ot", 1, event_type="order_created"),
-     order("x-ot-2b", "x-ot", 2, status="shipped"),  # a tie: the higher event_id wins
+     Event.of(order("x-od-1", "x-od", 1, event_type="order_created", occurred_at=CLOCK.at(1))),
+     DEL_2,
+     Event.of(order("x-od-3", "x-od", 3, event_type="order_deleted", occurred_at=CLOCK.at(3))),
+     Event.of(order("x-ox-1", "x-ox", 1, event_type="order_created", occurred_at=CLOCK.at(1))),
+     Event.of(order("x-ox-3", "x-ox", 3, event_type="order_deleted", occurred_at=CLOCK.at(3))),
+     Event.of(order("x-ot-1", "x-ot", 1, event_type="order_created", occurred_at=CLOCK.at(1))),
+     Event.of(order("x-ot-2b", "x-ot", 2, status="shipped",
+                    occurred_at=CLOCK.at(2))),  # a tie: the higher event_id wins
      TIE_A,  # ... so this loses, though delivered after it
-     order("x-or-1", "x-or", 1, event_type="order_created"),
-     order("x-or-2", "x-or", 2, event_type="order_deleted"),
-     order("x-or-3", "x-or", 3, status="created", event_type="order_created"),  # re-created
-     Sent(ORDERS, None, order("x-or-9", "x-or", 9).payload),  # no Kafka key: has_key
+     Event.of(order("x-or-1", "x-or", 1, event_type="order_created", occurred_at=CLOCK.at(1))),
+     Event.of(order("x-or-2", "x-or", 2, event_type="order_deleted", occurred_at=CLOCK.at(2))),
+     Event.of(order("x-or-3", "x-or", 3, status="created", event_type="order_created",
+                    occurred_at=CLOCK.at(3))),  # re-created
+     replace(Event.of(order("x-or-9", "x-or", 9, occurred_at=CLOCK.at(9))),
+             key=None),  # no Kafka key: has_key
      LATE_ONLY,  # its only delivery arrives past max_event_age: late_events
      replace(LATE_FIRST, late_by_log=True),  # late first, in time in the next update
      IN_TIME_FIRST,
-     RESPACED, Sent(REWARDS, "x-pl", RESPACED.payload.replace(", ", ",  ")),  # other bytes
-     Sent(REWARDS, "x-pq", grant("x-pq-1", "x-pq", 1).payload.replace('"xp": 1', '"xp": 0'))],
+     RESPACED, Event(REWARDS, "x-pl", RESPACED.payload.replace(", ", ",  ")),  # other bytes
+     Event.of(grant("x-pq-1", "x-pq", 0, occurred_at=CLOCK.at(5)))],  # no XP: quarantined
     [FIVE, FIVE,
-     Sent(ORDERS, "x-od", DEL_2.payload.replace(", ", ",  ")),  # after the delete, other bytes
-     order("x-od-1", "x-od", 1, event_type="order_created"),  # exact redelivery after the delete
-     order("x-ox-2", "x-ox", 2, status="shipped"),  # first delivered after the newer delete
+     Event(ORDERS, "x-od", DEL_2.payload.replace(", ", ",  ")),  # after the delete, other bytes
+     Event.of(order("x-od-1", "x-od", 1, event_type="order_created",
+                    occurred_at=CLOCK.at(1))),  # exact redelivery after the delete
+     Event.of(order("x-ox-2", "x-ox", 2, status="shipped",
+                    occurred_at=CLOCK.at(2))),  # first delivered after the newer delete
      TIE_A,  # the tie's loser again
      LATE_FIRST,  # in time now: applied, leaves late_events
      replace(IN_TIME_FIRST, late_by_log=True)],  # a late copy of an applied grant
 ]
-
-
-def delivered(runs: list[list[Sent | KafkaRecord]]) -> list[list[Delivered]]:
-    """Offsets per topic in arrival order (one partition); hand-written deliveries get Kafka
-    timestamps from LOG_START (plus LATE_BY_LOG when late), generated ones keep theirs."""
-    offsets = {ORDERS: 0, REWARDS: 0}
-    out, arrival = [], 0
-    for run in runs:
-        out.append([])
-        for item in run:
-            if isinstance(item, Sent):
-                received = LOG_START + timedelta(seconds=arrival) + (
-                    LATE_BY_LOG if item.late_by_log else timedelta())
-                ms = int(received.timestamp() * 1000)
-                topic, key, payload = item.topic, item.key, item.payload
-            else:
-                topic, key, payload, ms = item.topic, item.key, item.payload, item.timestamp_ms
-            arrival += 1
-            out[-1].append(Delivered(topic, 0, offsets[topic], key, payload, ms))
-            offsets[topic] += 1
-    return out
 
 
 @dataclass
@@ -155,15 +110,14 @@ def explain_run(spark, tmp_path_factory) -> ExplainRun:
         events=120, orders=12, players=6, duplicate_rate=0.25, late_redelivery_rate=0.1,
         out_of_order_rate=0.3, delete_rate=0.3, malformed_rate=0.07, seed=28))
     cut = len(generated) * 2 // 3
-    runs = delivered([[*generated[:cut], *HAND_RUNS[0]], [*generated[cut:], *HAND_RUNS[1]]])
+    runs = as_logged([[*generated[:cut], *HAND_RUNS[0]], [*generated[cut:], *HAND_RUNS[1]]],
+                     LOG_START)
     root = tmp_path_factory.mktemp("explain")
     inbox, warehouse = root / "inbox", root / "warehouse"
     inbox.mkdir()
     settings = load_settings("local", overrides={"exactly_once.source": f"file:{inbox}/*.jsonl"})
     for i, run in enumerate(runs):
-        write_kcat_jsonl(inbox / f"{i}.jsonl", [KafkaRecord(
-            d.topic, d.key, d.payload, partition=d.partition, offset=d.offset,
-            timestamp_ms=d.timestamp_ms) for d in run])
+        write_kcat_jsonl(inbox / f"{i}.jsonl", kafka_records(run))
         run_pipeline(spark, settings, warehouse)
     return ExplainRun(warehouse, [d for run in runs for d in run])
 

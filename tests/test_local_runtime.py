@@ -8,8 +8,9 @@ import json
 import textwrap
 
 import pytest
-from helpers import last_execution_id, last_operation, sql_plans_since
+from events import grant
 from pyspark.pipelines.output import MaterializedView, StreamingTable, TemporaryView
+from spark_probes import last_execution_id, last_operation, sql_plans_since
 
 from exactly_once.errors import FlowError, GraphError
 from exactly_once.local.auto_cdc.from_snapshot.spec import SnapshotCdcSpec
@@ -304,8 +305,7 @@ def test_a_batch_query_into_a_streaming_table_names_the_flow(spark, tmp_path):
 
 def test_full_refresh_rebuilds_from_bronze_and_a_plain_rerun_does_not(spark, settings, tmp_path):
     kcat = tmp_path / "events.jsonl"
-    payload = ('{"event_id": "x1", "event_type": "xp_granted", "player_id": "p1", "xp": 7, '
-               '"reason": "quest", "occurred_at": "2026-11-21T10:00:00Z"}')
+    payload = json.dumps(grant("x1", "p1", 7))
     kcat.write_text(json.dumps({"topic": "player-rewards", "partition": 0, "offset": 0,
                                 "ts": 1795255260000, "headers": ["h", "v"], "key": "p1",
                                 "payload": payload}) + "\n")

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 from delta.tables import DeltaTable
-from helpers import order, reward
+from events import grant, iso, order
 from pyspark.sql import functions as F
 
 from exactly_once import cli
@@ -34,10 +34,6 @@ from exactly_once.settings.pipeline import load_settings
 
 NOW = datetime.now(timezone.utc).replace(microsecond=0)
 DAY = timedelta(days=1)
-
-
-def iso(moment: datetime) -> str:
-    return moment.isoformat().replace("+00:00", "Z")
 
 
 class Topic:
@@ -129,24 +125,25 @@ def log(spark, tmp_path_factory) -> Log:
 
     # Update 1: every scenario's first records, each scenario its own kcat file.
     old = NOW - 90 * DAY  # rb-: a rebuild of 90-day-old grants
-    topic.publish([("player-rewards", f"rb-p{i % 3}", reward(
+    topic.publish([("player-rewards", f"rb-p{i % 3}", grant(
         f"rb-g{i}", f"rb-p{i % 3}", 10 + i, occurred_at=iso(old + i * timedelta(minutes=1))))
         for i in range(6)])
-    topic.publish([("player-rewards", "late-p1", reward("late-g-old", "late-p1", 5,
-                                                        occurred_at=iso(NOW - 90 * DAY)))],
+    topic.publish([("player-rewards", "late-p1", grant("late-g-old", "late-p1", 5,
+                                                       occurred_at=iso(NOW - 90 * DAY)))],
                   delay=40 * DAY)  # late-: the producer sent it 40 days after it happened
     topic.publish([("orders", "rc-o1", order("rc-o1-1", "rc-o1", 1, occurred_at=iso(NOW)))])
-    retained = topic.publish([("player-rewards", "fr-p1", reward(
+    retained = topic.publish([("player-rewards", "fr-p1", grant(
         "fr-g1", "fr-p1", 10, occurred_at=iso(NOW - 9 * DAY)))])
     topic.publish([("orders", "sel-o1", order("sel-o1-1", "sel-o1", 1, occurred_at=iso(NOW)))])
     ts_created = order("ts-o1-1", "ts-o1", 1, status="created", occurred_at=iso(NOW))
     topic.publish([("orders", "ts-o1", ts_created),
                    ("orders", "ts-o1", order("ts-o1-2", "ts-o1", 2, event_type="order_deleted",
-                                             occurred_at=iso(NOW)))])
+                                             occurred_at=iso(NOW), state=True))])
     for delete_first in (True, False):  # tieT- / tieF-: equal sequences in one batch
         key = f"tie{'TF'[not delete_first]}-o1"
         upsert = order(f"{key}-2", key, 2, status="shipped", occurred_at=iso(NOW))
-        delete = order(f"{key}-2", key, 2, event_type="order_deleted", occurred_at=iso(NOW))
+        delete = order(f"{key}-2", key, 2, event_type="order_deleted", occurred_at=iso(NOW),
+                       state=True)
         tie = [("orders", key, delete), ("orders", key, upsert)]
         topic.publish([("orders", key, order(f"{key}-1", key, 1, occurred_at=iso(NOW))),
                        *(tie if delete_first else tie[::-1])])
@@ -169,7 +166,7 @@ def log(spark, tmp_path_factory) -> Log:
     topic.publish([("orders", "ts-o9", order("ts-o9-1", "ts-o9", 1, occurred_at=iso(NOW)))])
     topic.publish([("orders", "ts-o1", ts_created)])
     topic.publish([("orders", "ta-o1", order("ta-o1-2", "ta-o1", 2, event_type="order_deleted",
-                                             occurred_at=iso(NOW)))])
+                                             occurred_at=iso(NOW), state=True))])
     update()
 
     # Update 4: sel-: one table damaged, then a full refresh of it alone.
@@ -178,8 +175,8 @@ def log(spark, tmp_path_factory) -> Log:
 
     # Update 5: fr-: retention deleted the first grant from Kafka, then a full refresh.
     retained.unlink()
-    topic.publish([("player-rewards", "fr-p1", reward("fr-g2", "fr-p1", 5,
-                                                      occurred_at=iso(NOW)))])
+    topic.publish([("player-rewards", "fr-p1", grant("fr-g2", "fr-p1", 5,
+                                                     occurred_at=iso(NOW)))])
     update(full_refresh=True)
     return Log(topic, after, results)
 

@@ -26,11 +26,22 @@ import tempfile
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from events import (
+    ORDERS,
+    REWARDS,
+    Clock,
+    Event,
+    as_logged,
+    grant,
+    iso,
+    kafka_records,
+    order,
+)
 from hypothesis import HealthCheck, Phase, given, note, settings
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
@@ -49,7 +60,7 @@ from reference import (
 )
 
 from exactly_once.kafka.admin import ensure_topics
-from exactly_once.kafka.kcat import KafkaRecord, write_kcat_jsonl
+from exactly_once.kafka.kcat import write_kcat_jsonl
 from exactly_once.kafka.producer import produce_records
 from exactly_once.local.auto_cdc.changes import SEQUENCE
 from exactly_once.local.execution.pipeline import run_pipeline
@@ -62,20 +73,19 @@ EXAMPLES = int(os.environ.get(EXAMPLES_KNOB, "1"))  # generated streams in all
 # (see `batches`), so N streams cost ceil(N / 4) examples' updates, not N + 1.
 STREAMS_PER_EXAMPLE = min(EXAMPLES, 4)
 EXAMPLES_RUN = -(-EXAMPLES // STREAMS_PER_EXAMPLE)
-ORDERS, REWARDS = "orders", "player-rewards"
 TOPICS = {ORDERS: "order_id", REWARDS: "player_id"}
 # Event times near now (max_event_age, 30 days, is never crossed). "Recent" events happen within
-# 5 minutes after BASE; "late" ones 30-60 minutes before it, more than silver's 10-minute
+# 5 minutes after CLOCK.start; "late" ones 30-60 minutes before it, more than silver's 10-minute
 # watermark delay behind the recent ones: an event-time watermark would drop them once a recent
-# event has been seen, silver's (by ingestion time) never does. Late times are BASE minus a
-# multiple of 7 seconds, so no two events are exactly 600 s apart.
-BASE = datetime.now(timezone.utc).replace(microsecond=0) - timedelta(hours=2)
+# event has been seen, silver's (by ingestion time) never does. Late times are CLOCK.start minus
+# a multiple of 7 seconds, so no two events are exactly 600 s apart.
+CLOCK = Clock.ago(hours=2)
 # Kafka timestamps: the broker receives the i-th delivery at LOG_START + i seconds (after every
-# recent event), or, for a delivery drawn as `late_by_log`, LATE_BY_LOG after that: past
-# max_event_age (30 days), as a producer that re-sends a week-old backlog a month later.
-# "Ancient" events happened 45 days before BASE: every delivery of them is past max_event_age.
-LOG_START = BASE + timedelta(minutes=10)
-LATE_BY_LOG = timedelta(days=35)
+# recent event), or, for a delivery drawn as `late_by_log`, LATE_BY_LOG after that
+# (events.as_logged): past max_event_age (30 days).
+# "Ancient" events happened 45 days before CLOCK.start: every delivery of them is past
+# max_event_age.
+LOG_START = CLOCK.start + timedelta(minutes=10)
 ANCIENT = -45 * 24 * 3600
 SHIFT = timedelta(days=120)  # variant (e): the whole log this much older
 GOLD = ("orders", "orders_history", "player_xp_ledger", "player_xp", "late_events")
@@ -87,27 +97,14 @@ AMOUNTS = ["10.00", "25.50"]  # few values, so consecutive events often keep sta
 CUSTOMERS = ["c1", "c2"]  # untracked by the history: a change updates a version in place
 
 
-@dataclass(frozen=True)
-class Event:
-    topic: str
-    key: str | None
-    payload: str
-    breaks: str | None = None  # for a malformed record: a rule (or parse check) it must fail
-    late_by_log: bool = False  # the broker received it LATE_BY_LOG after the rest
-
-
-def at(seconds: int) -> str:
-    return (BASE + timedelta(seconds=seconds)).isoformat().replace("+00:00", "Z")
-
-
 @st.composite
 def event_time(draw) -> str:
     kind = draw(st.integers(0, 11))
     if kind < 2:  # one in six is late
-        return at(-1800 - 7 * draw(st.integers(0, 250)))
+        return CLOCK.at(-1800 - 7 * draw(st.integers(0, 250)))
     if kind == 2:  # one in twelve is older than max_event_age when any broker receives it
-        return at(ANCIENT - 7 * draw(st.integers(0, 250)))
-    return at(draw(st.integers(0, 300)))
+        return CLOCK.at(ANCIENT - 7 * draw(st.integers(0, 250)))
+    return CLOCK.at(draw(st.integers(0, 300)))
 
 
 @st.composite
@@ -221,15 +218,12 @@ def event_runs(draw, prefix: str = "") -> list[list[Event]]:
     `prefix`, so streams with different prefixes share no key and no event."""
     events: list[Event] = []
     for o in range(draw(st.integers(2, 4))):
-        events += [Event(ORDERS, e["order_id"], json.dumps(e))
-                   for e in draw(order_events(f"{prefix}o{o}"))]
+        events += [Event.of(e) for e in draw(order_events(f"{prefix}o{o}"))]
     for p in range(draw(st.integers(2, 3))):
         for g in range(draw(st.integers(1, 3))):
-            grant = {"event_id": f"{prefix}p{p}-g{g}", "event_type": "xp_granted",
-                     "player_id": f"{prefix}p{p}",
-                     "xp": draw(st.integers(1, 50)), "reason": "quest",
-                     "occurred_at": draw(event_time())}
-            events.append(Event(REWARDS, f"{prefix}p{p}", json.dumps(grant)))
+            events.append(Event.of(grant(f"{prefix}p{p}-g{g}", f"{prefix}p{p}",
+                                         draw(st.integers(1, 50)),
+                                         occurred_at=draw(event_time()))))
     originals = list(events)
     events += draw(st.lists(st.sampled_from(originals), max_size=5))  # exact redeliveries
     events += [corrupt(draw, draw(st.sampled_from(originals)))
@@ -279,84 +273,58 @@ def batches(draw, generated: int) -> Stream:
 
 def as_stream(runs: list[list[Event]]) -> Stream:
     """Kafka assigns the offsets, per topic, in arrival order (one partition), and timestamps."""
-    next_offset = {ORDERS: 0, REWARDS: 0}
-    delivered, breaks = [], {}
-    arrival = 0
-    for run in runs:
-        delivered.append([])
-        for e in run:
-            received = LOG_START + timedelta(seconds=arrival) + (
-                LATE_BY_LOG if e.late_by_log else timedelta())
-            arrival += 1
-            delivered[-1].append(Delivered(e.topic, 0, next_offset[e.topic], e.key, e.payload,
-                                           int(received.timestamp() * 1000)))
-            if e.breaks:
-                breaks[(e.topic, next_offset[e.topic])] = e.breaks
-            next_offset[e.topic] += 1
-    return Stream(delivered, breaks)
-
-
-def order(event_id: str, order_id: str, sequence: int, status: str = "paid",
-          amount: str = "10.00", seconds: int = 0, event_type: str = "order_updated",
-          customer_id: str = "c1") -> Event:
-    payload = {"event_id": event_id, "event_type": event_type, "order_id": order_id,
-               "sequence": sequence, "occurred_at": at(seconds)}
-    if event_type != "order_deleted":
-        payload.update(customer_id=customer_id, status=status, amount=amount, currency="EUR")
-    return Event(ORDERS, order_id, json.dumps(payload))
-
-
-def grant(event_id: str, player_id: str, xp, seconds: int = 0, breaks: str | None = None,
-          late_by_log: bool = False) -> Event:
-    return Event(REWARDS, player_id, json.dumps({
-        "event_id": event_id, "event_type": "xp_granted", "player_id": player_id, "xp": xp,
-        "reason": "quest", "occurred_at": at(seconds)}), breaks, late_by_log)
+    logged = as_logged(runs, LOG_START)
+    breaks = {(d.topic, d.offset): e.breaks for run, stored in zip(runs, logged, strict=True)
+              for e, d in zip(run, stored, strict=True) if e.breaks}
+    return Stream(logged, breaks)
 
 
 # One hand-written stream that CI always runs: every case of the generator in two updates.
-O1_2 = order("o1-2", "o1", 2, customer_id="c2", seconds=-1800)  # late event time
-O2_TIE_A = order("o2-2", "o2", 2, status="paid", seconds=20)
-P1_G1 = grant("p1-g1", "p1", 10, seconds=3)
-P3_G1 = grant("p3-g1", "p3", 8, seconds=9)
+O1_2 = Event.of(order("o1-2", "o1", 2, customer_id="c2",
+                      occurred_at=CLOCK.at(-1800)))  # late event time
+O2_TIE_A = Event.of(order("o2-2", "o2", 2, status="paid", occurred_at=CLOCK.at(20)))
+P1_G1 = Event.of(grant("p1-g1", "p1", 10, occurred_at=CLOCK.at(3)))
+P3_G1 = Event.of(grant("p3-g1", "p3", 8, occurred_at=CLOCK.at(9)))
 RICH_RUNS = [
-    [order("o1-1", "o1", 1, event_type="order_created", seconds=10),
-     order("o1-3", "o1", 3, status="shipped", seconds=30),  # before o1-2: out of order
-     order("o2-1", "o2", 1, event_type="order_created", seconds=5),
+    [Event.of(order("o1-1", "o1", 1, event_type="order_created", occurred_at=CLOCK.at(10))),
+     Event.of(order("o1-3", "o1", 3, status="shipped",
+                    occurred_at=CLOCK.at(30))),  # before o1-2: out of order
+     Event.of(order("o2-1", "o2", 1, event_type="order_created", occurred_at=CLOCK.at(5))),
      O2_TIE_A,
-     order("o2-2b", "o2", 2, status="shipped", amount="25.50", seconds=21),  # tie: higher event_id
-     order("o3-1", "o3", 1, event_type="order_created", seconds=1),
-     order("o3-del", "o3", 2, event_type="order_deleted", seconds=40),
-     order("o4-1", "o4", 1, event_type="order_created", seconds=2),
-     order("o4-2", "o4", 2, amount="25.50", seconds=3),  # only the amount changes: a version
-     order("o4-3", "o4", 3, amount="25.50", customer_id="c2", seconds=4),  # untracked: in place
+     Event.of(order("o2-2b", "o2", 2, status="shipped", amount="25.50",
+                    occurred_at=CLOCK.at(21))),  # tie: higher event_id
+     Event.of(order("o3-1", "o3", 1, event_type="order_created", occurred_at=CLOCK.at(1))),
+     Event.of(order("o3-del", "o3", 2, event_type="order_deleted", occurred_at=CLOCK.at(40))),
+     Event.of(order("o4-1", "o4", 1, event_type="order_created", occurred_at=CLOCK.at(2))),
+     Event.of(order("o4-2", "o4", 2, amount="25.50",
+                    occurred_at=CLOCK.at(3))),  # only the amount changes: a version
+     Event.of(order("o4-3", "o4", 3, amount="25.50", customer_id="c2",
+                    occurred_at=CLOCK.at(4))),  # untracked: in place
      Event(ORDERS, "o1", O1_2.payload.replace('"sequence": 2', '"sequence": "2"'),
            "invalid_sequence"),  # a quoted integer
      Event(ORDERS, "o2", O2_TIE_A.payload[:30], MALFORMED),  # truncated JSON
      P1_G1,
-     grant("p1-g2", "p1", 5, seconds=4),
-     grant("p2-g1", "p2", 0, seconds=6, breaks="positive_xp"),
-     grant("p2-g2", "p2", 3, seconds=7),
-     grant("p3-old", "p3", 100, seconds=ANCIENT),  # older than max_event_age: late_events
+     Event.of(grant("p1-g2", "p1", 5, occurred_at=CLOCK.at(4))),
+     Event.of(grant("p2-g1", "p2", 0, occurred_at=CLOCK.at(6)), breaks="positive_xp"),
+     Event.of(grant("p2-g2", "p2", 3, occurred_at=CLOCK.at(7))),
+     Event.of(grant("p3-old", "p3", 100,
+                    occurred_at=CLOCK.at(ANCIENT))),  # older than max_event_age: late_events
      replace(P3_G1, late_by_log=True)],  # its first delivery is too late: late_events, for now
     [O1_2,  # fills the gap between o1-1 and o1-3; same status and amount as o1-1
      O2_TIE_A,  # the tie's loser redelivered at a later offset: still loses, nothing changes
-     order("o3-1", "o3", 1, event_type="order_created", seconds=1),  # older than the delete
-     order("o3-re", "o3", 3, event_type="order_created", status="created", seconds=50),
-     order("o1-1", "o1", 1, event_type="order_created", seconds=10),  # exact redelivery
+     Event.of(order("o3-1", "o3", 1, event_type="order_created",
+                    occurred_at=CLOCK.at(1))),  # older than the delete
+     Event.of(order("o3-re", "o3", 3, event_type="order_created", status="created",
+                    occurred_at=CLOCK.at(50))),
+     Event.of(order("o1-1", "o1", 1, event_type="order_created",
+                    occurred_at=CLOCK.at(10))),  # exact redelivery
      Event(REWARDS, None, P1_G1.payload, "has_key"),
      P1_G1,  # a redelivery in the next update: silver's state and the ledger both drop it
-     grant("p2-g3", "p2", 4, seconds=-1900),  # late event time: kept by silver, applied
+     Event.of(grant("p2-g3", "p2", 4,
+                    occurred_at=CLOCK.at(-1900))),  # late event time: kept by silver, applied
      P3_G1,  # a delivery in time after the late one: applied, and no longer a late event
      replace(P1_G1, late_by_log=True)],  # an applied grant redelivered too late: nothing
 ]
-
-
-def kafka_records(run: list[Delivered], topics: dict[str, str] | None = None) \
-        -> list[KafkaRecord]:
-    """`topics` renames the model's topics (a broker variant gets topics of its own)."""
-    return [KafkaRecord((topics or {}).get(d.topic, d.topic), d.key, d.payload,
-                        partition=d.partition, offset=d.offset, timestamp_ms=d.timestamp_ms)
-            for d in run]
 
 
 def run_updates(spark, runs: list[list[Delivered]], root: Path,
@@ -411,7 +379,7 @@ def shifted(runs: list[list[Delivered]], by: timedelta) -> list[list[Delivered]]
         try:
             payload = json.loads(d.payload)
             moment = datetime.fromisoformat(payload["occurred_at"].replace("Z", "+00:00"))
-            payload["occurred_at"] = (moment + by).isoformat().replace("+00:00", "Z")
+            payload["occurred_at"] = iso(moment + by)
             text = json.dumps(payload)
         except (ValueError, TypeError, KeyError, AttributeError):
             text = d.payload  # not an event with a time: unchanged

@@ -8,43 +8,41 @@ from __future__ import annotations
 
 import json
 import shutil
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 
 import pytest
-from helpers import order, reward
+from events import Clock, grant, order
 
 from exactly_once.kafka.kcat import KafkaRecord, write_kcat_jsonl
 from exactly_once.local.execution.pipeline import run_pipeline
 from exactly_once.settings.pipeline import load_settings
 
-NOW = datetime.now(timezone.utc)
-
-
-def at(delta: timedelta) -> str:
-    return (NOW + delta).isoformat().replace("+00:00", "Z")
+CLOCK = Clock(datetime.now(timezone.utc))  # now
 
 
 def kafka_records(records: list[tuple[str, str, dict]], first_offset: int) -> list[KafkaRecord]:
     """As a broker stores them now (LogAppendTime): lateness is measured against this."""
-    now_ms = int(NOW.timestamp() * 1000)
+    now_ms = int(CLOCK.start.timestamp() * 1000)
     return [KafkaRecord(topic, key, json.dumps(p), partition=0, offset=first_offset + i,
                         timestamp_ms=now_ms) for i, (topic, key, p) in enumerate(records)]
 
 
-DAY = timedelta(days=1)
-GRANT = reward("g1", "p1", 10, occurred_at=at(-DAY))  # applied in run 1
-TOO_OLD = reward("g-old", "p1", 1000, occurred_at=at(-40 * DAY))  # past max_event_age
-ORDER_V2 = order("o1-2", "o1", 2, status="paid", occurred_at=at(-DAY))
+GRANT = grant("g1", "p1", 10, occurred_at=CLOCK.at(days=-1))  # applied in run 1
+TOO_OLD = grant("g-old", "p1", 1000, occurred_at=CLOCK.at(days=-40))  # past max_event_age
+ORDER_V2 = order("o1-2", "o1", 2, status="paid", occurred_at=CLOCK.at(days=-1))
 RUN_1 = [("player-rewards", "p1", GRANT), ("player-rewards", "p1", TOO_OLD),
          ("orders", "o1", ORDER_V2)]
 RUN_2 = [
-    ("player-rewards", "p1", reward("g2", "p1", 5, occurred_at=at(timedelta()))),
-    ("orders", "o1", order("o1-3", "o1", 3, status="shipped", occurred_at=at(timedelta()))),
+    ("player-rewards", "p1", grant("g2", "p1", 5, occurred_at=CLOCK.at())),
+    ("orders", "o1", order("o1-3", "o1", 3, status="shipped", occurred_at=CLOCK.at())),
     # the watermark is now ~10 minutes ago; everything below is older than that
     ("player-rewards", "p1", GRANT),  # a duplicate, a day late: discarded
-    ("player-rewards", "p1", reward("g-late", "p1", 7, occurred_at=at(-2 * DAY))),  # new: applied
-    ("orders", "o1", order("o1-1", "o1", 1, status="created", occurred_at=at(-2 * DAY))),  # stale
-    ("orders", "o9", order("o9-1", "o9", 1, status="created", occurred_at=at(-2 * DAY))),  # new
+    ("player-rewards", "p1",
+     grant("g-late", "p1", 7, occurred_at=CLOCK.at(days=-2))),  # new: applied
+    ("orders", "o1",
+     order("o1-1", "o1", 1, status="created", occurred_at=CLOCK.at(days=-2))),  # stale
+    ("orders", "o9",
+     order("o9-1", "o9", 1, status="created", occurred_at=CLOCK.at(days=-2))),  # new
     ("player-rewards", "p1", TOO_OLD),  # redelivered and still too old: kept aside again
 ]
 

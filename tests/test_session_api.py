@@ -7,10 +7,10 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from helpers import calls_into_the_jvm, last_execution_id, sql_plans_since
 from pyspark.sql import Observation
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
+from spark_probes import calls_into_the_jvm, last_execution_id, sql_plans_since
 
 from exactly_once.errors import GraphError
 from exactly_once.local.storage.warehouse import create_empty_table

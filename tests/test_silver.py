@@ -2,8 +2,8 @@
 
 Each test composes the functions the pipeline files call, as they call them: `parse_events`
 (parsed_*.py), `well_formed_events` under `rule_verdicts` expectations (silver_*.py's
-`checked_<topic>` view; `helpers.checked_events` applies them as `expect_all_or_drop` does),
-`silver_events` (silver_*.py) and `quarantined_records` (quarantine.py).
+`checked_<topic>` view; `silver_frames.checked_events` applies them as `expect_all_or_drop`
+does), `silver_events` (silver_*.py) and `quarantined_records` (quarantine.py).
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ import json
 from datetime import datetime, timezone
 
 import pytest
-from helpers import checked_events, kafka_rows, order, reward
+from events import grant, order
+from silver_frames import checked_events, kafka_rows
 
 from exactly_once.errors import SettingsError
 from exactly_once.local.inspect.delivery import utc
@@ -30,8 +31,8 @@ from exactly_once.transforms.silver import (
     well_formed_events,
 )
 
-# The helpers' events happen at 2026-11-21T10:00:00Z (the watermark test's up to 10:05);
-# Kafka stamps them at 10:10, so none is dated after its record.
+# The events happen at 2026-11-21T10:00:00Z (events.OCCURRED_AT; the watermark test's up to
+# 10:05); Kafka stamps them at 10:10, so none is dated after its record.
 KAFKA_TIME = datetime(2026, 11, 21, 10, 10, tzinfo=timezone.utc)
 
 
@@ -108,8 +109,8 @@ def test_silver_marks_grants_the_broker_received_after_max_event_age(spark, sett
     rewards = settings.topic("player_rewards")  # max_event_age: 30 days
     (tmp_path / "in").mkdir()
     _write_batch(tmp_path / "in", "1.json", [
-        (0, ("player-rewards", "p1", reward("x1", "p1", 5))),
-        (1, ("player-rewards", "p1", reward("x2", "p1", 5, occurred_at="2026-10-01T10:00:00Z"))),
+        (0, ("player-rewards", "p1", grant("x1", "p1", 5))),
+        (1, ("player-rewards", "p1", grant("x2", "p1", 5, occurred_at="2026-10-01T10:00:00Z"))),
     ])
     silver = stream_silver(spark, rewards, tmp_path)
     assert silver.columns == silver_columns(rewards) and silver.columns[-1] == ARRIVED_LATE
@@ -159,7 +160,7 @@ def test_a_delete_needs_no_state_but_an_upsert_does(spark, settings):
 def test_xp_must_be_a_positive_integer(spark, settings):
     cases = [(5, []), (0, ["positive_xp"]), (-5, ["positive_xp"]),
              ("5", ["invalid_xp", "positive_xp"])]
-    records = [("player-rewards", "p1", reward(f"x{i}", "p1", xp)) for i, (xp, _) in
+    records = [("player-rewards", "p1", grant(f"x{i}", "p1", xp)) for i, (xp, _) in
                enumerate(cases)]
     assert errors_by_event(spark, settings, "player_rewards", records) == {
         i: errors for i, (_, errors) in enumerate(cases)}

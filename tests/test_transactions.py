@@ -16,12 +16,11 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 from confluent_kafka import KafkaError, Message, Producer
-from helpers import order, reward
+from events import ORDERS, REWARDS, Clock, Event, grant, order
 from reference import (
     Delivered,
     current_orders,
@@ -39,7 +38,7 @@ from exactly_once.settings.pipeline import load_settings
 
 pytestmark = pytest.mark.kafka
 
-NOW = datetime.now(timezone.utc).replace(microsecond=0) - timedelta(minutes=30)
+CLOCK = Clock.ago(minutes=30)
 # Offsets per micro-batch, over both topics' partitions: transactions are 2-4 records plus a
 # marker per partition, so most batch boundaries fall inside one.
 MAX_OFFSETS_PER_TRIGGER = 6
@@ -47,54 +46,43 @@ MAX_OFFSETS_PER_TRIGGER = 6
 
 @dataclass(frozen=True)
 class Transaction:
-    records: list[tuple[str, str, dict]]  # (topic, key, event)
+    records: list[dict]  # events, each sent to its topic under its entity's key (`Event.of`)
     commit: bool
 
 
-def at(minutes: int) -> str:
-    return (NOW + timedelta(minutes=minutes)).isoformat().replace("+00:00", "Z")
-
-
-def orders_event(event_id: str, order_id: str, sequence: int, minutes: int, **fields) -> tuple:
-    return ("orders", order_id, order(event_id, order_id, sequence, occurred_at=at(minutes),
-                                      **fields))
-
-
-def grant(event_id: str, player_id: str, xp: int, minutes: int) -> tuple:
-    return ("rewards", player_id, reward(event_id, player_id, xp, occurred_at=at(minutes)))
-
-
-def deleted(event_id: str, order_id: str, sequence: int, minutes: int) -> tuple:
-    return ("orders", order_id, {"event_id": event_id, "event_type": "order_deleted",
-                                 "order_id": order_id, "sequence": sequence,
-                                 "occurred_at": at(minutes)})
-
-
-# `orders` / `rewards` are renamed to the test's own topics when published.
-RETRIED = [orders_event("o2-2", "o2", 2, 4, status="packed", amount="21.00"),
-           grant("g2", "p1", 100, 4)]
+# Published to the test's own topics.
+RETRIED = [order("o2-2", "o2", 2, status="packed", amount="21.00",
+                 occurred_at=CLOCK.at(minutes=4)),
+           grant("g2", "p1", 100, occurred_at=CLOCK.at(minutes=4))]
 TRANSACTIONS = [
-    Transaction([orders_event("o1-1", "o1", 1, 0, event_type="order_created", status="created"),
-                 orders_event("o2-1", "o2", 1, 0, event_type="order_created", status="created"),
-                 grant("g1", "p1", 10, 0),
-                 orders_event("o3-1", "o3", 1, 1, event_type="order_created", status="created")],
+    Transaction([order("o1-1", "o1", 1, event_type="order_created", status="created",
+                       occurred_at=CLOCK.at(minutes=0)),
+                 order("o2-1", "o2", 1, event_type="order_created", status="created",
+                       occurred_at=CLOCK.at(minutes=0)),
+                 grant("g1", "p1", 10, occurred_at=CLOCK.at(minutes=0)),
+                 order("o3-1", "o3", 1, event_type="order_created", status="created",
+                       occurred_at=CLOCK.at(minutes=1))],
                 commit=True),
     # Later states of real orders, a delete, new grants (one for a player nobody committed):
     # none of it happened.
-    Transaction([orders_event("o1-2x", "o1", 2, 2, status="shipped", amount="99.00"),
-                 deleted("o2-del", "o2", 2, 2),
-                 grant("g3", "p3", 7, 2), *RETRIED], commit=False),
-    Transaction([orders_event("o1-2", "o1", 2, 3, status="paid"), grant("g4", "p2", 5, 3)],
+    Transaction([order("o1-2x", "o1", 2, status="shipped", amount="99.00",
+                       occurred_at=CLOCK.at(minutes=2)),
+                 order("o2-del", "o2", 2, event_type="order_deleted",
+                       occurred_at=CLOCK.at(minutes=2)),
+                 grant("g3", "p3", 7, occurred_at=CLOCK.at(minutes=2)), *RETRIED], commit=False),
+    Transaction([order("o1-2", "o1", 2, status="paid", occurred_at=CLOCK.at(minutes=3)),
+                 grant("g4", "p2", 5, occurred_at=CLOCK.at(minutes=3))],
                 commit=True),
-    Transaction([deleted("o3-del", "o3", 2, 4),
-                 orders_event("o1-3x", "o1", 3, 4, event_type="order_cancelled",
-                              status="cancelled"),
-                 grant("g5", "p2", 50, 4)], commit=False),
+    Transaction([order("o3-del", "o3", 2, event_type="order_deleted",
+                       occurred_at=CLOCK.at(minutes=4)),
+                 order("o1-3x", "o1", 3, event_type="order_cancelled", status="cancelled",
+                       occurred_at=CLOCK.at(minutes=4)),
+                 grant("g5", "p2", 50, occurred_at=CLOCK.at(minutes=4))], commit=False),
     # The retry: the aborted transaction's own records, byte for byte, committed this time.
     Transaction(RETRIED, commit=True),
     # The log ends with an aborted transaction: its marker is the partitions' last offset.
-    Transaction([orders_event("o2-3x", "o2", 3, 6, status="cancelled"),
-                 grant("g6", "p1", 1000, 6)], commit=False),
+    Transaction([order("o2-3x", "o2", 3, status="cancelled", occurred_at=CLOCK.at(minutes=6)),
+                 grant("g6", "p1", 1000, occurred_at=CLOCK.at(minutes=6))], commit=False),
 ]
 
 
@@ -126,9 +114,9 @@ def publish(bootstrap: str, topics: dict[str, str], transactions: list[Transacti
     for transaction in transactions:
         delivered: list[Delivered] = []
         producer.begin_transaction()
-        for topic, key, event in transaction.records:
-            producer.produce(topics[topic], key=key.encode(), value=json.dumps(event).encode(),
-                             on_delivery=collect_into(delivered))
+        for event in map(Event.of, transaction.records):
+            producer.produce(topics[event.topic], key=event.key.encode(),
+                             value=event.payload.encode(), on_delivery=collect_into(delivered))
         assert producer.flush(30) == 0
         if transaction.commit:
             producer.commit_transaction(30)
@@ -178,7 +166,7 @@ def rank(struct) -> tuple | None:
 def test_only_committed_transactions_reach_bronze_and_gold(spark, kafka_broker, tmp_path):
     bootstrap = kafka_broker.bootstrap
     suffix = uuid.uuid4().hex[:8]
-    topics = {"orders": f"tx-orders-{suffix}", "rewards": f"tx-rewards-{suffix}"}
+    topics = {ORDERS: f"tx-orders-{suffix}", REWARDS: f"tx-rewards-{suffix}"}
     ensure_topics(bootstrap, dict.fromkeys(topics.values(), 1))
     stored = publish(bootstrap, topics, TRANSACTIONS)
     committed = [d for transaction, delivered in stored if transaction.commit for d in delivered]
@@ -188,8 +176,8 @@ def test_only_committed_transactions_reach_bronze_and_gold(spark, kafka_broker, 
     settings = load_settings("local", overrides={
         "exactly_once.kafka.bootstrap_servers": bootstrap,
         "exactly_once.kafka.max_offsets_per_trigger": str(MAX_OFFSETS_PER_TRIGGER),
-        "exactly_once.topics.orders.topic": topics["orders"],
-        "exactly_once.topics.player_rewards.topic": topics["rewards"],
+        "exactly_once.topics.orders.topic": topics[ORDERS],
+        "exactly_once.topics.player_rewards.topic": topics[REWARDS],
     })
     warehouse = tmp_path / "warehouse"
     run_pipeline(spark, settings, warehouse)
@@ -201,10 +189,10 @@ def test_only_committed_transactions_reach_bronze_and_gold(spark, kafka_broker, 
     assert bronze == sorted((d.topic, d.partition, d.offset) for d in committed), \
         "bronze holds the committed records, once each: no aborted record, no marker"
 
-    entity = {topics["orders"]: "order_id", topics["rewards"]: "player_id"}
+    entity = {topics[ORDERS]: "order_id", topics[REWARDS]: "player_id"}
     assert not quarantined_offsets(committed, entity)
     assert not table(spark, warehouse, "quarantine")
-    orders, rewards = topics["orders"], topics["rewards"]
+    orders, rewards = topics[ORDERS], topics[REWARDS]
     assert {r["order_id"]: (r["event_id"], r["sequence"], r["status"])
             for r in table(spark, warehouse, "orders")} == {
         key: (e["event_id"], e["sequence"], e["status"])

@@ -1,0 +1,114 @@
+"""What Spark did for a test, read from Spark itself: its status store (the rows stages wrote
+to shuffles, the plans of SQL executions), a DataFrame's plan (what it scans, whether it needs
+a Python worker), the py4j calls a block sends to the JVM, and a Delta table's latest commit."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+from pyspark.sql import SparkSession
+
+from exactly_once.local.storage import delta_log
+
+
+def last_operation(path) -> str:
+    """The operation of the Delta table's latest commit (WRITE, MERGE, OPTIMIZE...)."""
+    return delta_log.commit_info(path, delta_log.latest_version(path))["operation"]
+
+
+@contextmanager
+def calls_into_the_jvm(spark: SparkSession):
+    """The py4j commands the block sends to the session's JVM, in a list filled as it runs."""
+    client = spark.sparkContext._gateway._gateway_client
+    calls: list[str] = []
+    send = client.send_command
+
+    def counted(command, *args, **kwargs):
+        calls.append(command)
+        return send(command, *args, **kwargs)
+
+    client.send_command = counted
+    try:
+        yield calls
+    finally:
+        client.send_command = send
+
+
+def _events_delivered(spark: SparkSession):
+    """The session's JVM SparkContext once its listener bus has delivered every event so far:
+    Spark's status stores learn of jobs and executions asynchronously, and under load they
+    lagged behind the command that had just run (a plan list found empty)."""
+    context = spark._jsparkSession.sparkContext()
+    context.listenerBus().waitUntilEmpty()
+    return context
+
+
+def _stages(spark: SparkSession) -> list:
+    """Spark's records of the application's stages (its status store), all events delivered."""
+    no_quantiles = spark.sparkContext._gateway.new_array(spark._jvm.double, 0)
+    stages = _events_delivered(spark).statusStore().stageList(None, False, False,
+                                                               no_quantiles, None)
+    return [stages.apply(i) for i in range(stages.size())]
+
+
+def shuffled_rows_in_stages_after(spark: SparkSession, stage_id: int) -> int:
+    """The rows the stages after `stage_id` wrote to shuffles."""
+    return sum(int(s.shuffleWriteRecords()) for s in _stages(spark) if s.stageId() > stage_id)
+
+
+def last_stage_id(spark: SparkSession) -> int:
+    return max((int(s.stageId()) for s in _stages(spark)), default=-1)
+
+
+class ShuffledRowsByStep:
+    """A `BatchWrite.step` recorder: the rows each named step of a batch wrote to shuffles."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        self.spark, self.rows = spark, {}
+
+    @contextmanager
+    def step(self, name: str):
+        first = last_stage_id(self.spark)
+        yield
+        self.rows[name] = self.rows.get(name, 0) + shuffled_rows_in_stages_after(self.spark, first)
+
+
+def _status_store(spark):
+    """Spark's SQL status store, all events delivered (`_events_delivered`)."""
+    _events_delivered(spark)
+    return spark._jsparkSession.sharedState().statusStore()
+
+
+def sql_plans_since(spark, execution_id: int) -> list[str]:
+    """The physical plans of the session's SQL executions after `execution_id` (the newest
+    100), from Spark's own status store."""
+    store = _status_store(spark)
+    count = store.executionsCount()
+    recent = store.executionsList(max(0, count - 100), 100)
+    plans = []
+    for i in range(recent.size()):
+        execution = recent.apply(i)
+        if execution.executionId() > execution_id:
+            plans.append(execution.physicalPlanDescription())
+    return plans
+
+
+def last_execution_id(spark) -> int:
+    store = _status_store(spark)
+    count = store.executionsCount()
+    return store.executionsList(count - 1, 1).apply(0).executionId() if count else -1
+
+
+def scan_of(df) -> str:
+    """What the read's scan lists: plain paths (Spark's InMemoryFileIndex), Delta's log (its
+    own file indexes, PreparedDeltaFileIndex once planned), or nothing (a local relation)."""
+    plan = df._jdf.queryExecution().executedPlan().toString()
+    if "InMemoryFileIndex" in plan:
+        return "paths"
+    return "delta" if "DeltaFileIndex" in plan or "TahoeLogFileIndex" in plan else "none"
+
+
+def runs_python_worker(df) -> bool:
+    """Whether computing `df` goes through PySpark's Python worker (a `PythonRDD` in its
+    lineage, as a DataFrame of a Python list has): a process each new JVM starts for it."""
+    return "PythonRDD" in df._jdf.queryExecution().toRdd().toDebugString()
