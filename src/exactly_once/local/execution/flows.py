@@ -1,20 +1,29 @@
-"""Executes one flow on classic Spark + Delta: streaming append, materialized view, AUTO CDC,
-AUTO CDC FROM SNAPSHOT.
+"""Executes one flow on classic Spark + Delta: streaming append, once append, materialized view,
+AUTO CDC, AUTO CDC FROM SNAPSHOT (sinks: sinks.py).
 
 Streaming flows run with `trigger(availableNow=True)` through `foreachBatch` (streams.py):
 everything available, then stop, and the checkpoint remembers where they stopped, so the next
 update only processes new records. Each micro-batch's writes are idempotent (idempotent.py).
+
+A once flow (`once=True`, a backfill) writes its batch query as one batch, marked with the flow's
+once writer id (`once_query_id`, kept with its checkpoint as a streaming query's id is), then
+records that it ran (`record_once`, in its checkpoint's directory): a crash between the two
+leaves the mark in the target's log, and the next update finds it instead of writing again. A
+full refresh of the target forgets both, and the flow runs again, as Databricks documents.
 """
 
 from __future__ import annotations
 
+import json
+import uuid
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 
+from pyspark.pipelines.flow import Flow
 from pyspark.sql import DataFrame, SparkSession
 
 from exactly_once.errors import FlowError
-from exactly_once.local.auto_cdc.changes import CdcBatchStats, check_columns
+from exactly_once.local.auto_cdc.changes import CdcBatchStats, check_columns, check_source
 from exactly_once.local.auto_cdc.commits import BatchWrite
 from exactly_once.local.auto_cdc.from_snapshot.flow import run_snapshots
 from exactly_once.local.auto_cdc.from_snapshot.spec import NextSnapshot, SnapshotCdcSpec
@@ -22,12 +31,14 @@ from exactly_once.local.auto_cdc.from_snapshot.versions import AppliedSnapshot
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.auto_cdc.writer import scd_type_of
 from exactly_once.local.execution.streams import flow_error, run_available_now
+from exactly_once.local.graph.flow_declarations import check_flow_query, is_once
 from exactly_once.local.observe.progress import FlowResult, Progress
 from exactly_once.local.observe.timeline import Timeline
 from exactly_once.local.storage import delta_log, idempotent
 from exactly_once.local.storage.delta_log import Marker
+from exactly_once.local.storage.files import write_atomic
 from exactly_once.local.storage.snapshot_files import compact_when_many_files
-from exactly_once.local.storage.warehouse import Warehouse
+from exactly_once.local.storage.warehouse import AutoCdcTables, Warehouse
 
 
 def run_append_flow(spark: SparkSession, flow_name: str, target: str, df: DataFrame,
@@ -38,9 +49,7 @@ def run_append_flow(spark: SparkSession, flow_name: str, target: str, df: DataFr
                         "materialized view")
     result = FlowResult(flow=flow_name, target=target, kind="append")
     path = warehouse.table_path(target).resolve()
-    if not warehouse.has_table(target):
-        with timeline.span(flow_name, "create table"):
-            warehouse.create_table(spark, target, df.schema)
+    _create_target(spark, flow_name, target, df, warehouse, timeline)
     version_before = delta_log.latest_version(path)
 
     def append(batch: DataFrame, batch_id: int, query_id: str, replayed: bool) -> None:
@@ -52,6 +61,60 @@ def run_append_flow(spark: SparkSession, flow_name: str, target: str, df: DataFr
         run_available_now(df, flow_name, warehouse.checkpoint_path(flow_name), append, result,
                           progress, timeline)
     # The commits record what they wrote (operationMetrics): counting costs no Spark job.
+    result.output_rows = delta_log.rows_written(path, version_before)
+    return result
+
+
+def _create_target(spark: SparkSession, flow_name: str, target: str, df: DataFrame,
+                   warehouse: Warehouse, timeline: Timeline) -> None:
+    """The streaming table an append flow writes, created from its query's schema if missing."""
+    if not warehouse.has_table(target):
+        with timeline.span(flow_name, "create table"):
+            warehouse.create_table(spark, target, df.schema)
+
+
+# -- once flows --------------------------------------------------------------------------------
+def once_query_id(warehouse: Warehouse, flow_name: str) -> str:
+    """The writer id of a once flow's marks, in place of a streaming query's id: made on its
+    first run and kept with its checkpoint, so it is new once a full refresh forgets that."""
+    path = warehouse.once_query_path(flow_name)
+    if not path.is_file():
+        write_atomic(path, f"once-{uuid.uuid4()}")
+    return path.read_text(encoding="utf-8").strip()
+
+
+def once_marker(query_id: str, flow_name: str) -> Marker:
+    """The mark of a once flow's one write (`Marker`, as a streaming batch's)."""
+    return Marker(f"{query_id}:{flow_name}", 0)
+
+
+def ran_once(warehouse: Warehouse, flow: Flow | AutoCdcSpec | SnapshotCdcSpec) -> bool:
+    """Whether `flow` is a once flow that has run since its target was last recreated."""
+    return is_once(flow) and warehouse.once_marker_path(str(flow.name)).is_file()
+
+
+def record_once(warehouse: Warehouse, flow_name: str) -> None:
+    """Record that once flow `flow_name` ran, after its writes committed."""
+    write_atomic(warehouse.once_marker_path(flow_name), json.dumps({"flow": flow_name}))
+
+
+def run_once_flow(spark: SparkSession, flow: Flow, df: DataFrame, warehouse: Warehouse,
+                  progress: Progress, timeline: Timeline) -> FlowResult:
+    """A once flow into a streaming table: its batch, appended as one marked commit."""
+    check_flow_query(flow, df, None)
+    flow_name, target = flow.name, flow.target
+    result = FlowResult(flow=flow_name, target=target, kind="append_once", batches=1)
+    path = warehouse.table_path(target).resolve()
+    _create_target(spark, flow_name, target, df, warehouse, timeline)
+    version_before = delta_log.latest_version(path)
+    with timeline.span(flow_name, "flow"), timeline.span(flow_name, "delta append", 0, target), \
+            jobs_described(spark, flow_name):
+        try:  # `replayed`: a run cut short after the commit left its mark
+            idempotent.append(df, path, once_marker(once_query_id(warehouse, flow_name),
+                                                    flow_name), replayed=True)
+        except Exception as err:  # nothing committed
+            raise flow_error(flow_name, err) from err
+    record_once(warehouse, flow_name)
     result.output_rows = delta_log.rows_written(path, version_before)
     return result
 
@@ -81,11 +144,10 @@ def run_auto_cdc_flow(spark: SparkSession, spec: AutoCdcSpec, source: DataFrame,
                       timeline: Timeline) -> FlowResult:
     """Apply `source`'s changes to `spec.target` batch by batch (auto_cdc/); the target is
     created with the table properties the graph gave the spec."""
-    if not source.isStreaming:
-        raise FlowError(f"AUTO CDC flow `{spec.name}` needs a streaming source; "
-                        f"`{spec.source}` is not one")
+    check_source(spec, source)
     check_columns(spec, source.columns)  # before anything is written, as dry-run checks them
-    result = FlowResult(flow=spec.name, target=spec.target, kind="auto_cdc")
+    result = FlowResult(flow=spec.name, target=spec.target,
+                        kind="auto_cdc_once" if spec.once else "auto_cdc")
     scd = scd_type_of(spec)
     tables = warehouse.auto_cdc_tables(spec.target)
     with timeline.span(spec.name, "create tables"):
@@ -94,6 +156,13 @@ def run_auto_cdc_flow(spark: SparkSession, spec: AutoCdcSpec, source: DataFrame,
                                    properties=dict(spec.target_properties))
         scd.ensure_state_table(spark, spec, source, tables.state)
     applied: list[CdcBatchStats] = []
+    if spec.once:
+        with timeline.span(spec.name, "flow"), jobs_described(spark, spec.name):
+            _apply_once(spark, spec, source, tables, once_query_id(warehouse, spec.name),
+                        timeline, applied)
+        record_once(warehouse, spec.name)
+        result.batches = 1
+        return _counted(result, applied)
 
     def apply(batch: DataFrame, batch_id: int, query_id: str, replayed: bool) -> None:
         # The query's own session: the commit markers are session settings, and flows run
@@ -111,6 +180,27 @@ def run_auto_cdc_flow(spark: SparkSession, spec: AutoCdcSpec, source: DataFrame,
     with timeline.span(spec.name, "compact state"), jobs_described(spark, spec.name):
         # Once its batches are committed: a crash here leaves the state as they wrote it.
         compact_when_many_files(spark, tables.state)
+    return _counted(result, applied)
+
+
+def _apply_once(spark: SparkSession, spec: AutoCdcSpec, source: DataFrame, tables: AutoCdcTables,
+                query_id: str, timeline: Timeline, applied: list[CdcBatchStats]) -> None:
+    """A once flow's source, applied as batch 0 of writer `query_id` (its writes marked as a
+    streaming batch's). Always as a replay: a run cut short after a commit left its mark."""
+    def step(name: str) -> AbstractContextManager[None]:
+        return timeline.span(spec.name, name, 0)
+
+    # A session of its own: a MERGE's commit mark is a session setting, and flows run at once.
+    writer = spark.newSession()
+    with timeline.span(spec.name, "auto cdc batch", 0, spec.target):
+        try:
+            applied.append(scd_type_of(spec).apply_batch(
+                writer, source, spec, tables, BatchWrite(query_id, 0, True, step)))
+        except Exception as err:
+            raise flow_error(spec.name, err) from err
+
+
+def _counted(result: FlowResult, applied: list[CdcBatchStats]) -> FlowResult:
     totals = sum(applied, CdcBatchStats())
     result.output_rows = totals.upserts + totals.deletes
     result.cdc_rejected, result.cdc_stale = totals.rejected, totals.stale
@@ -122,7 +212,8 @@ def run_snapshot_cdc_flow(spark: SparkSession, spec: SnapshotCdcSpec, next_snaps
                           timeline: Timeline) -> FlowResult:
     """Apply the snapshots `next_snapshot` gives after the last one applied (auto_cdc/
     from_snapshot/flow.py), each a batch of the flow; rows out are the keys they changed."""
-    result = FlowResult(flow=spec.name, target=spec.target, kind="auto_cdc_from_snapshot")
+    result = FlowResult(flow=spec.name, target=spec.target, kind="auto_cdc_from_snapshot_once"
+                        if spec.once else "auto_cdc_from_snapshot")
 
     def applied(snapshot: AppliedSnapshot) -> None:
         result.snapshots.append(snapshot)
@@ -133,6 +224,8 @@ def run_snapshot_cdc_flow(spark: SparkSession, spec: SnapshotCdcSpec, next_snaps
 
     with timeline.span(spec.name, "flow"), jobs_described(spark, spec.name):
         run_snapshots(spark, spec, next_snapshot, warehouse, applied, step)
+    if spec.once:  # every snapshot applied and recorded
+        record_once(warehouse, spec.name)
     result.batches = len(result.snapshots)
     result.input_rows = sum(s.rows for s in result.snapshots)
     result.output_rows = sum(s.changed for s in result.snapshots)

@@ -28,10 +28,11 @@ from exactly_once.errors import DeclarationError, ExactlyOnceError, GraphError
 from exactly_once.local.auto_cdc.from_snapshot import flow as snapshot_flow
 from exactly_once.local.auto_cdc.from_snapshot.spec import NextSnapshot, SnapshotCdcSpec
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
-from exactly_once.local.execution import flows, streams
+from exactly_once.local.execution import flows, sinks, streams
 from exactly_once.local.execution.refresh import RefreshSelection, plan_refresh
 from exactly_once.local.execution.streams import flow_error
 from exactly_once.local.graph.expectations import ObservedExpectations, apply_expectations, declared
+from exactly_once.local.graph.flow_declarations import is_once
 from exactly_once.local.graph.reads import resolved_reads
 from exactly_once.local.graph.registry import PipelineGraph
 from exactly_once.local.observe import event_log
@@ -88,6 +89,9 @@ class PipelineUpdate:
         with timeline.span(UPDATE, "reset tables"):
             self.warehouse.reset(self.spark, {name: [f.name for f in self.graph.flows_into(name)]
                                               for name in plan.reset})
+            for sink in plan.sinks if plan.restart_sinks else []:  # never cleared (refresh.py)
+                for flow in self.graph.flows_into(sink):
+                    self.warehouse.reset_checkpoint(flow.name)
         with timeline.span(UPDATE, "register tables"):
             # A run killed while creating a table left it without a version: created anew.
             self.warehouse.clear_half_created(tables)
@@ -99,7 +103,7 @@ class PipelineUpdate:
             self._tables[name].set_result(None)
         try:
             with resolved_reads(self._resolve):
-                futures = [self._table_update(name) for name in plan.update]
+                futures = [self._table_update(name) for name in [*plan.update, *plan.sinks]]
                 errors = [f.exception() for f in futures]  # waits for every table's thread
             first_error = next((e for e in errors if e is not None), None)
             if first_error is not None:
@@ -165,6 +169,8 @@ class PipelineUpdate:
     def _resolve(self, name: str, streaming: bool) -> DataFrame | None:
         if name not in self.graph.outputs:
             return None  # not ours: an ordinary catalog table
+        if self.graph.sink(name) is not None:
+            raise GraphError(f"`{name}` is a sink: the pipeline writes it, and cannot read it")
         setup: _FlowSetup | None = getattr(self._setup, "flow", None)
         if self.graph.is_view(name):
             view_flow = self.graph.view_flow(name)
@@ -219,8 +225,8 @@ class PipelineUpdate:
         try:
             if isinstance(flow, SnapshotCdcSpec):
                 df = self._snapshots(flow, setup)
-            elif isinstance(flow, AutoCdcSpec):
-                changes = self._resolve(flow.source, streaming=True)
+            elif isinstance(flow, AutoCdcSpec):  # a once flow reads its source as a batch
+                changes = self._resolve(flow.source, streaming=not flow.once)
                 if changes is None:
                     raise GraphError(f"AUTO CDC flow `{flow.name}` reads `{flow.source}`, "
                                      "which the pipeline does not define")
@@ -253,11 +259,18 @@ class PipelineUpdate:
 
     def _runner(self, flow: Flow | AutoCdcSpec | SnapshotCdcSpec) -> tuple[str, FlowRunner]:
         """The flow's kind and the function that runs it, decided once."""
+        once = "_once" if is_once(flow) else ""
         if isinstance(flow, SnapshotCdcSpec):
-            return "auto_cdc_from_snapshot", partial(flows.run_snapshot_cdc_flow, self.spark,
-                                                     flow)
+            return f"auto_cdc_from_snapshot{once}", partial(flows.run_snapshot_cdc_flow,
+                                                            self.spark, flow)
         if isinstance(flow, AutoCdcSpec):
-            return "auto_cdc", partial(flows.run_auto_cdc_flow, self.spark, flow)
+            return f"auto_cdc{once}", partial(flows.run_auto_cdc_flow, self.spark, flow)
+        sink = self.graph.sink(flow.target)
+        if sink is not None:
+            return "append_once" if once else "sink", partial(sinks.run_sink_flow, self.spark,
+                                                              flow, sink)
+        if once:
+            return "append_once", partial(flows.run_once_flow, self.spark, flow)
         if self.graph.is_materialized_view(flow.target):
             return "materialized_view", partial(flows.run_materialized_view, self.spark,
                                                 flow.name, flow.target)
@@ -266,6 +279,10 @@ class PipelineUpdate:
     def _run_flow(self, flow: Flow | AutoCdcSpec | SnapshotCdcSpec) -> None:
         kind, run = self._runner(flow)
         started = self.timeline.now()
+        if flows.ran_once(self.warehouse, flow):  # until a full refresh recreates its target
+            self.progress.flow_started(flow.name, kind)
+            self._finished(FlowResult(flow=flow.name, target=flow.target, kind=kind))
+            return
         with self.timeline.span(flow.name, "build query"):
             df, setup = self._build(flow)
         for name in setup.not_waited_for:  # up to date before the query asks for offsets
@@ -294,6 +311,9 @@ class PipelineUpdate:
             o.collect(result.observed)
             result.expectations += o.metrics
             result.dropped_records = (result.dropped_records or 0) + o.dropped_records
+        self._finished(result)
+
+    def _finished(self, result: FlowResult) -> None:
         self.progress.flow_finished(result)
         with self._lock:
             self.result.flows.append(result)

@@ -53,10 +53,13 @@ class DatasetNode:
 class FlowNode:
     name: str
     target: str
-    kind: str  # append | AUTO CDC SCD1/2 | AUTO CDC FROM SNAPSHOT SCD1/2 | materialized view
+    # append | AUTO CDC SCD1/2 | AUTO CDC FROM SNAPSHOT SCD1/2 | materialized view; "... once"
+    # for a once flow
+    kind: str
     reads: tuple[Read, ...]
     file: str
     source: str = ""  # a source outside the pipeline it names: a snapshot flow's function
+    comment: str = ""  # its description (`append_flow(comment=...)`)
 
 
 @dataclass

@@ -28,7 +28,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, StructType
 
 from exactly_once.errors import DeclarationError, GraphError, first_line, located
-from exactly_once.local.auto_cdc.changes import check_columns
+from exactly_once.local.auto_cdc.changes import check_columns, check_source
 from exactly_once.local.auto_cdc.from_snapshot import flow as snapshot_flow
 from exactly_once.local.auto_cdc.from_snapshot import versions as snapshot_versions
 from exactly_once.local.auto_cdc.from_snapshot.apply import target_schema
@@ -48,6 +48,7 @@ from exactly_once.local.graph.dataflow import (
     dataset_kind,
 )
 from exactly_once.local.graph.expectations import Expectation, apply_expectations, declared
+from exactly_once.local.graph.flow_declarations import check_flow_query, is_once
 from exactly_once.local.graph.loader import run_file
 from exactly_once.local.graph.reads import resolved_reads
 from exactly_once.local.graph.registry import PipelineGraph
@@ -147,6 +148,7 @@ class _Analyzer:
             if isinstance(flow, SnapshotCdcSpec):
                 return self._snapshot_cdc(flow)
             df = flow.func()
+            check_flow_query(flow, df, self.graph.sink(flow.target))
             for e in declared(flow.func):
                 _check_expectation(df, e)
             df, _ = apply_expectations(df, declared(flow.func), flow.target)
@@ -166,10 +168,11 @@ class _Analyzer:
             self.reading.pop()
 
     def _auto_cdc(self, spec: AutoCdcSpec) -> DataFrame:
-        source = self.resolve(spec.source, streaming=True)
+        source = self.resolve(spec.source, streaming=not spec.once)
         if source is None:
             raise GraphError(f"AUTO CDC flow `{spec.name}` reads `{spec.source}`, which the "
                              "pipeline does not define")
+        check_source(spec, source)
         check_columns(spec, source.columns)
         for arg, column in [("sequence_by", spec.sequence_by),
                             ("apply_as_deletes", spec.apply_as_deletes),
@@ -207,6 +210,8 @@ class _Analyzer:
                 raise GraphError(f"reads `{name}`, which no pipeline file defines (datasets: "
                                  f"{', '.join(self.graph.outputs)})")
             return None  # a table of the catalog, read as it is
+        if self.graph.sink(name) is not None:
+            raise GraphError(f"`{name}` is a sink: the pipeline writes it, and cannot read it")
         if self.graph.is_view(name):  # inlined into the reader, as an update does
             return self._inline_view(name)
         return _empty(self.spark, self.dataset(name), streaming)
@@ -251,6 +256,10 @@ def _load(spark: SparkSession, files: Sequence[Path]) -> tuple[PipelineGraph, li
 def _dataflow(graph: PipelineGraph, reads: dict[str, list[Read]],
               declared_in: dict[str, str]) -> Dataflow:
     def flow_kind(flow: Flow | AutoCdcSpec | SnapshotCdcSpec) -> str:
+        kind = base_kind(flow)
+        return f"{kind} once" if is_once(flow) else kind
+
+    def base_kind(flow: Flow | AutoCdcSpec | SnapshotCdcSpec) -> str:
         if isinstance(flow, AutoCdcSpec):
             return auto_cdc_kind(flow)
         if isinstance(flow, SnapshotCdcSpec):
@@ -264,7 +273,7 @@ def _dataflow(graph: PipelineGraph, reads: dict[str, list[Read]],
                   for name, output in graph.outputs.items()],
         flows=[FlowNode(f.name, f.target, flow_kind(f),
                         tuple(dict.fromkeys(reads.get(f.name, []))), declared_in.get(f.name, "?"),
-                        _outside_source(f))
+                        _outside_source(f), getattr(f, "comment", None) or "")
                for name in graph.outputs for f in graph.flows_into(name)],
     )
 

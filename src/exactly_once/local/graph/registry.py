@@ -10,7 +10,14 @@ from pathlib import Path
 
 from pyspark.pipelines.flow import AutoCdcFlow, Flow
 from pyspark.pipelines.graph_element_registry import GraphElementRegistry
-from pyspark.pipelines.output import MaterializedView, Output, StreamingTable, Table, TemporaryView
+from pyspark.pipelines.output import (
+    MaterializedView,
+    Output,
+    Sink,
+    StreamingTable,
+    Table,
+    TemporaryView,
+)
 
 from exactly_once import table_properties
 from exactly_once.errors import DeclarationError, GraphError
@@ -80,6 +87,14 @@ class PipelineGraph(GraphElementRegistry):
     def is_materialized_view(self, name: str) -> bool:
         return isinstance(self.outputs.get(name), MaterializedView)
 
+    def sinks(self) -> list[Sink]:
+        """The sinks (`dp.create_sink`): outputs written outside the pipeline, never read."""
+        return [o for o in self.outputs.values() if isinstance(o, Sink)]
+
+    def sink(self, name: str) -> Sink | None:
+        output = self.outputs.get(name)
+        return output if isinstance(output, Sink) else None
+
     def table_properties(self, name: str) -> dict[str, str]:
         return dict(getattr(self.outputs.get(name), "table_properties", None) or {})
 
@@ -118,8 +133,9 @@ class PipelineGraph(GraphElementRegistry):
         dataset it is about and the file that declared it. Expectation constraints are parsed
         in the active session (the one the files loaded in)."""
         yield from self._flow_problems()
+        yield from self._sink_problems()
         for name in self.outputs:
-            if not self.flows_into(name):
+            if not self.flows_into(name) and self.sink(name) is None:
                 yield self._error(f"dataset `{name}` has no flow", name)
         yield from self._tombstone_problems()
         for name, output in self.outputs.items():
@@ -152,12 +168,12 @@ class PipelineGraph(GraphElementRegistry):
             if spec.source not in self.outputs:  # a change feed of the pipeline (update.py)
                 yield self._error(f"AUTO CDC flow `{spec.name}` reads `{spec.source}`, which the "
                                   "pipeline does not define", spec.target, spec.name)
-            if spec.target in self.outputs \
+            if spec.target in self.outputs and self.sink(spec.target) is None \
                     and not isinstance(self.outputs[spec.target], StreamingTable):
                 yield self._error(f"AUTO CDC target `{spec.target}` must be a streaming table",
                                   spec.target, spec.name)
         for snapshot in self.snapshot_flows:
-            if snapshot.target not in self.outputs:
+            if snapshot.target not in self.outputs or self.sink(snapshot.target) is not None:
                 continue
             if not isinstance(self.outputs[snapshot.target], StreamingTable):
                 yield self._error(f"AUTO CDC FROM SNAPSHOT target `{snapshot.target}` must be a "
@@ -173,6 +189,20 @@ class PipelineGraph(GraphElementRegistry):
             elif sum(f.name == snapshot.name for f in self.all_flows()) > 1:
                 yield self._error(f"flow `{snapshot.name}` is defined twice", snapshot.target,
                                   snapshot.name)
+
+    def _sink_problems(self) -> Iterator[GraphError]:
+        """A sink takes append flows only, without expectations (Databricks' sink reference)."""
+        for sink in self.sinks():
+            for flow in self.flows_into(sink.name):
+                if isinstance(flow, AutoCdcSpec | SnapshotCdcSpec):
+                    kind = "AUTO CDC" if isinstance(flow, AutoCdcSpec) else "AUTO CDC FROM SNAPSHOT"
+                    yield self._error(f"sink `{sink.name}` takes append flows only "
+                                      f"(@dp.append_flow); {kind} flow `{flow.name}` writes it",
+                                      sink.name, flow.name)
+                elif expectations.declared(flow.func):
+                    yield self._error(f"expectations are not supported on a sink: flow "
+                                      f"`{flow.name}` writes sink `{sink.name}`", sink.name,
+                                      flow.name)
 
     def _tombstone_problems(self) -> Iterator[GraphError]:
         """An SCD2 journal keeps every delete; an SCD1 table over the same changes whose

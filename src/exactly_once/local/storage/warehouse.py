@@ -3,10 +3,13 @@
     <warehouse>/<table>/                                each dataset, readable by any Delta reader
     <warehouse>/event_log/                              the pipeline event log (see event_log.py)
     <warehouse>/_pipeline/checkpoints/<flow>/           streaming checkpoints (what was processed)
+    <warehouse>/_pipeline/checkpoints/<flow>/once_query a once flow's writer id (its marks')
+    <warehouse>/_pipeline/checkpoints/<flow>/once.json  a once flow (a backfill) that has run
     <warehouse>/_pipeline/auto_cdc/<target>/            AUTO CDC key state (SCD1) or journal (SCD2)
     <warehouse>/_pipeline/auto_cdc/<target>__rejected/  AUTO CDC rows with a NULL key or sequence
     <warehouse>/_pipeline/lock                          the update lock (see lock.py)
     <warehouse>/_pipeline/reset.json                    tables a full refresh is resetting
+    <warehouse>/_sinks/<tableName>/                     a delta sink by `tableName` (never reset)
 
 This module is the one place that knows the layout, so the runtime, the event log and the quality
 tools cannot disagree about it; whether a Delta table exists at a path is `delta_log`'s to say.
@@ -34,6 +37,7 @@ if TYPE_CHECKING:
 
 PIPELINE_DIR = "_pipeline"
 EVENT_LOG_DIR = "event_log"
+SINKS_DIR = "_sinks"
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,22 @@ class Warehouse:
 
     def checkpoint_path(self, flow: str) -> StoragePath:
         return self._checkpoints_dir / flow
+
+    def once_marker_path(self, flow: str) -> StoragePath:
+        """Written once a once flow has run: in its checkpoint's directory, so what forgets the
+        flow's checkpoint (a full refresh of its target) makes it run again."""
+        return self.checkpoint_path(flow) / "once.json"
+
+    def once_query_path(self, flow: str) -> StoragePath:
+        """A once flow's writer id, as a streaming checkpoint's `metadata` holds its query's:
+        new when the checkpoint is, so its writes after a full refresh are not taken for
+        those before."""
+        return self.checkpoint_path(flow) / "once_query"
+
+    def sink_table_path(self, table_name: str) -> StoragePath:
+        """A delta sink's table named by `tableName`: outside `_pipeline`, as a full refresh
+        never clears a sink."""
+        return self.root / SINKS_DIR / table_name
 
     def checkpoints(self) -> list[StoragePath]:
         """Every flow's checkpoint that exists."""
