@@ -51,7 +51,7 @@ def source(tmp_path, name: str, rows: list[dict]) -> str:
     return str(folder)
 
 
-def pipeline(tmp_path, body: str, **values: str):
+def pipeline(tmp_path, body: str, **values: object):
     """One pipeline file `p.py` in tmp_path/pipelines (rewritten if there), `values` its
     globals."""
     root = tmp_path / "pipelines"
@@ -85,7 +85,7 @@ TABLES = """
 def orders():
     return spark.readStream.schema(ORDERS).json(SOURCE)
 
-@dp.table(name="typed_orders", cluster_by=["id"], schema='''
+@dp.table(name="typed_orders", cluster_by=[TYPED_CLUSTER], schema='''
     id BIGINT NOT NULL COMMENT 'the order',
     region STRING,
     order_date DATE,
@@ -96,7 +96,7 @@ def typed_orders():
 
 @dp.materialized_view(
     name="totals", comment="Amount per region.", table_properties={"quality": "gold"},
-    partition_cols=["region"],
+    partition_cols=TOTALS_PARTITIONS,
     schema=StructType([StructField("region", StringType(), metadata={"comment": "where"}),
                        StructField("amount", LongType())]))
 def totals():
@@ -111,12 +111,13 @@ def days():
 def test_every_option_reaches_delta_and_a_recompute_keeps_it(spark, settings, tmp_path):
     """Comment, properties, partitioning, clustering, path, a DDL schema (NOT NULL, a column
     comment, a generated column) and a StructType schema, on streaming tables and materialized
-    views; a second update (materialized views recomputed, `orders`' comment and properties
-    changed in its file) keeps the definitions and brings the change to Delta."""
+    views; a second update (materialized views recomputed; in the file, `orders`' comment and
+    properties, `typed_orders`' clustering and `totals`' partitioning changed) keeps the
+    definitions and brings the changes to Delta."""
     orders_path = tmp_path / "elsewhere" / "orders"
     values = {"SOURCE": source(tmp_path, "first", FIRST), "ORDERS": ORDERS,
-              "ORDERS_PATH": str(orders_path), "COMMENT": "Raw orders."}
-    root = pipeline(tmp_path, TABLES, **values)
+              "ORDERS_PATH": str(orders_path), "COMMENT": "Raw orders.", "TYPED_CLUSTER": "id"}
+    root = pipeline(tmp_path, TABLES.replace("TOTALS_PARTITIONS", '["region"]'), **values)
     warehouse = tmp_path / "wh"
     run_pipeline(spark, settings, warehouse, pipelines_dir=root)
 
@@ -142,9 +143,9 @@ def test_every_option_reaches_delta_and_a_recompute_keeps_it(spark, settings, tm
     assert sorted((r.id, r.order_day_of_week) for r in spark.table("typed_orders").collect()) \
         == [(1, 2), (2, 7), (3, 7)]
 
-    def views_hold(totals: dict[str, int], days: dict[int, int]) -> None:
+    def views_hold(totals: dict[str, int], days: dict[int, int], partitions: list[str]) -> None:
         assert detail(spark, warehouse / "totals") | {"location": None} == {
-            "description": "Amount per region.", "partitionColumns": ["region"],
+            "description": "Amount per region.", "partitionColumns": partitions,
             "clusteringColumns": [], "location": None,
             "properties": {"quality": "gold", "delta.checkpointInterval": "50"}}
         assert stored_columns(warehouse / "totals")["region"]["comment"] == "where"
@@ -152,17 +153,41 @@ def test_every_option_reaches_delta_and_a_recompute_keeps_it(spark, settings, tm
         assert detail(spark, warehouse / "days")["clusteringColumns"] == ["order_day_of_week"]
         assert {r.order_day_of_week: r["count"] for r in spark.table("days").collect()} == days
 
-    views_hold({"eu": 17, "us": 5}, {2: 1, 7: 2})
+    views_hold({"eu": 17, "us": 5}, {2: 1, 7: 2}, ["region"])
 
     source(tmp_path, "more", MORE)
-    root = pipeline(tmp_path, TABLES.replace('{"quality": "bronze"}',
-                                             '{"quality": "silver", "owner": "ops"}'),
-                    **values | {"COMMENT": "Orders as they arrive."})
+    edited = TABLES.replace('{"quality": "bronze"}', '{"quality": "silver", "team": "ops"}')
+    root = pipeline(tmp_path, edited.replace("TOTALS_PARTITIONS", "None"),
+                    **values | {"COMMENT": "Orders as they arrive.", "TYPED_CLUSTER": "region"})
     run_pipeline(spark, settings, warehouse, pipelines_dir=root)
-    views_hold({"eu": 17, "us": 6}, {2: 2, 7: 2})
+    views_hold({"eu": 17, "us": 6}, {2: 2, 7: 2}, [])
+    assert detail(spark, typed)["clusteringColumns"] == ["region"]
     assert detail(spark, orders_path)["description"] == "Orders as they arrive."
     properties = tblproperties(spark, orders_path)
-    assert (properties["quality"], properties["owner"]) == ("silver", "ops")
+    assert (properties["quality"], properties["team"]) == ("silver", "ops")
+
+
+def test_a_streaming_table_s_partitioning_changes_with_a_full_refresh_only(spark, settings,
+                                                                         tmp_path):
+    body = """
+        @dp.table(name="orders", partition_cols=PARTITIONS)
+        def orders():
+            return spark.readStream.schema(ORDERS).json(SOURCE)
+        """
+    values = {"SOURCE": source(tmp_path, "first", FIRST), "ORDERS": ORDERS}
+    warehouse = tmp_path / "wh"
+    run_pipeline(spark, settings, warehouse,
+                 pipelines_dir=pipeline(tmp_path, body, **values, PARTITIONS=["region"]))
+    root = pipeline(tmp_path, body, **values, PARTITIONS=["order_date"])
+    with pytest.raises(DeclarationError) as err:
+        run_pipeline(spark, settings, warehouse, pipelines_dir=root)
+    assert str(err.value) == (
+        f"{root / 'p.py'}: dataset `orders`: it is stored partitioned by ['region'] but "
+        "declares partition_cols ['order_date']; a full refresh of `orders` (--full-refresh "
+        "orders) recreates it")
+    run_pipeline(spark, settings, warehouse, pipelines_dir=root, full_refresh=["orders"])
+    assert detail(spark, warehouse / "orders")["partitionColumns"] == ["order_date"]
+    assert spark.table("orders").count() == 3
 
 
 def test_a_private_table_is_read_by_the_pipeline_and_not_published(spark, settings, tmp_path,
@@ -262,9 +287,10 @@ def test_every_expectation_decorator_on_every_dataset_kind(spark, settings, tmp_
                      1, 3),
         "batch": ([("batch_small", "batch", 2, 2)], 0, 4),
         "mv": ([("mv_id", "mv", 3, 1)], 1, 3),
-        "merged_a": ([("a_positive", "merged", 2, 2), ("merged_id", "merged", 3, 1),
-                      ("merged_positive", "merged", 2, 2)], 1, 3),
-        "merged_b": ([("merged_id", "merged", 3, 1), ("merged_positive", "merged", 2, 2)],
+        # The flow's own, then the table's: expect_all, expect_all_or_drop, expect_all_or_fail.
+        "merged_a": ([("a_positive", "merged", 2, 2), ("merged_positive", "merged", 2, 2),
+                      ("merged_id", "merged", 3, 1)], 1, 3),
+        "merged_b": ([("merged_positive", "merged", 2, 2), ("merged_id", "merged", 3, 1)],
                      1, 3),
     }
     assert spark.table("merged").where("id IS NULL").count() == 0
@@ -376,6 +402,9 @@ REFUSED = {
     "properties of no kind": (
         table('table_properties=["a"]'),
         "table: table_properties must be a dict, got list"),
+    "a property Spark reserves": (
+        table('table_properties={"owner": "ops"}'),
+        "table: table_properties: `owner` is reserved: Spark sets it"),
     "an incremental refresh policy": (
         table('refresh_policy="incremental"', "spark.range(1)", "dp.materialized_view"),
         "materialized_view: refresh_policy='incremental' is not supported by the local "
@@ -399,7 +428,7 @@ REFUSED = {
             return {STREAM}
         """,
         "`t`'s query is a batch read, which makes it a materialized view (Databricks' "
-        "@dp.table); `more` also writes it, and a materialized view has no flow but its own "
+        "@dp.table); `more` also write(s) it, and a materialized view has no flow but its own "
         "query"),
     # -- a query that does not fit its declared schema -------------------------------------------
     "a query column the schema lacks": (

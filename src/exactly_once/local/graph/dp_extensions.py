@@ -1,10 +1,10 @@
 """Databricks' extensions of the `dp` API that open-source pyspark lacks, supplied for local runs.
 
 Pipeline files are written against Databricks: they call `dp.create_auto_cdc_flow` with its
-Databricks signature (SCD2 included), `dp.create_auto_cdc_from_snapshot_flow` and the `dp.expect*`
-decorators. While the local runtime
-loads them, `installed` puts local stand-ins for these names on `pyspark.pipelines`, and takes
-them off again afterwards.
+Databricks signature (SCD2 included), `dp.create_auto_cdc_from_snapshot_flow`, the `dp.expect*`
+decorators, and declare datasets with Databricks' arguments (`dp.table(path=..., private=...)`,
+dataset_declarations.py). While the local runtime loads them, `installed` puts local stand-ins
+for these names on `pyspark.pipelines`, and takes them off again afterwards.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pyspark import pipelines as dp
 
 from exactly_once.local.auto_cdc.from_snapshot.spec import SnapshotCdcDeclarations
 from exactly_once.local.auto_cdc.spec import AutoCdcDeclarations
-from exactly_once.local.graph import expectations
+from exactly_once.local.graph import dataset_declarations, expectations
 from exactly_once.local.graph.registry import PipelineGraph
 
 
@@ -33,6 +33,7 @@ def installed(graph: PipelineGraph) -> Iterator[None]:
         "create_auto_cdc_from_snapshot_flow": from_snapshot,
         "apply_changes_from_snapshot": from_snapshot,  # its legacy DLT name
         **expectations.DECORATORS,  # expect, expect_or_drop, expect_or_fail, expect_all, ...
+        **dataset_declarations.DECLARATIONS,  # table, materialized_view, temporary_view, ...
     }
     saved: dict[str, object | None] = {name: getattr(dp, name, None) for name in stand_ins}
     for name, stand_in in stand_ins.items():
