@@ -108,7 +108,8 @@ def days():
 """
 
 
-def test_every_option_reaches_delta_and_a_recompute_keeps_it(spark, settings, tmp_path):
+def test_every_option_reaches_delta_and_a_recompute_keeps_it(spark, settings, tmp_path,
+                                                              in_session, capsys):
     """Comment, properties, partitioning, clustering, path, a DDL schema (NOT NULL, a column
     comment, a generated column) and a StructType schema, on streaming tables and materialized
     views; a second update (materialized views recomputed; in the file, `orders`' comment and
@@ -165,6 +166,9 @@ def test_every_option_reaches_delta_and_a_recompute_keeps_it(spark, settings, tm
     assert detail(spark, orders_path)["description"] == "Orders as they arrive."
     properties = tblproperties(spark, orders_path)
     assert (properties["quality"], properties["team"]) == ("silver", "ops")
+    # `show` finds a table where its declaration's path put it.
+    assert cli.main(["show", "orders", "--warehouse", str(warehouse)]) == 0
+    assert capsys.readouterr().out.startswith("orders: 4 rows")
 
 
 def test_a_streaming_table_s_partitioning_changes_with_a_full_refresh_only(spark, settings,
@@ -188,6 +192,41 @@ def test_a_streaming_table_s_partitioning_changes_with_a_full_refresh_only(spark
     run_pipeline(spark, settings, warehouse, pipelines_dir=root, full_refresh=["orders"])
     assert detail(spark, warehouse / "orders")["partitionColumns"] == ["order_date"]
     assert spark.table("orders").count() == 3
+
+    # A table whose declaration moves it elsewhere, its data left where it was.
+    moved = tmp_path / "elsewhere"
+    root = pipeline(tmp_path, body.replace("partition_cols=PARTITIONS", "path=MOVED"),
+                    **values, MOVED=str(moved))
+    with pytest.raises(DeclarationError) as err:
+        run_pipeline(spark, settings, warehouse, pipelines_dir=root)
+    assert str(err.value) == (
+        f"{root / 'p.py'}: dataset `orders`: `orders` is stored at {warehouse / 'orders'}, but "
+        f"its declaration's path is now {moved}: move the table there (or remove it) and run "
+        "again")
+
+
+def test_spark_conf_is_the_flow_s(spark, tmp_path):
+    """A dataset's `spark_conf` is its flow's (pyspark's `Flow.spark_conf`: the session that
+    runs the flow honours it); a streaming table's is every flow's into it, under the flow's
+    own."""
+    root = pipeline(tmp_path, """
+        dp.create_streaming_table("merged", spark_conf={"a": "table", "b": "table"})
+
+        @dp.append_flow(target="merged", spark_conf={"b": "flow"})
+        def merged_a():
+            return spark.readStream.format("rate").load()
+
+        @dp.temporary_view(name="v", spark_conf={"c": "view"})
+        def v():
+            return spark.range(1)
+
+        @dp.materialized_view(name="mv", spark_conf={"d": "mv"})
+        def mv():
+            return spark.read.table("v")
+        """)
+    graph = load_graph(spark, pipeline_files(root))
+    assert {f.name: dict(f.spark_conf) for f in graph.flows} == {
+        "merged_a": {"a": "table", "b": "flow"}, "v": {"c": "view"}, "mv": {"d": "mv"}}
 
 
 def test_a_private_table_is_read_by_the_pipeline_and_not_published(spark, settings, tmp_path,

@@ -67,7 +67,10 @@ class PipelineUpdate:
         self.spark, self.graph = spark, graph
         # Holding each table's declared definition: where it is stored, whether it is
         # published, what Delta keeps of it (storage/table_definition.py).
-        self.warehouse = warehouse.declaring(graph.definitions())
+        try:
+            self.warehouse = warehouse.declaring(graph.definitions())
+        except DeclarationError as err:  # a table its file moved: named with the file
+            raise err.in_file(graph.declared_in.get(err.dataset or "")) from None
         self.progress = progress or Progress(quiet=True)
         self.timeline = timeline or Timeline()
         self.update_id = event_log.new_update_id()
