@@ -1,7 +1,8 @@
 """The engine the runtime runs on: the Spark session and the JVM under it.
 
     session.py          the SparkSession: Delta, the Kafka source, the settings an update needs
-    sql_parser.py       SQL text parsed as the session parses it, with no query to analyze
+    sql_parser.py       SQL text (expressions, a table's DDL schema) parsed as the session
+                        parses it, with no query to analyze
     local_fs.py         local files through Java NIO, not chmod/readlink processes (jvm/local-fs)
     hadoop_defaults.py  Hadoop's configuration without YARN's defaults (jvm/hadoop-defaults)
     jvm_options.py      the Spark JVMs' options: the JIT, the collector, the class archive

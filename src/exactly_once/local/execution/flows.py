@@ -1,5 +1,7 @@
 """Executes one flow on classic Spark + Delta: streaming append, once append, materialized view,
-AUTO CDC, AUTO CDC FROM SNAPSHOT (sinks: sinks.py).
+AUTO CDC, AUTO CDC FROM SNAPSHOT (sinks: sinks.py). A table is created with its declared
+definition (the warehouse holds it: storage/table_definition.py), which a materialized view's
+recompute keeps.
 
 Streaming flows run with `trigger(availableNow=True)` through `foreachBatch` (streams.py):
 everything available, then stop, and the checkpoint remembers where they stopped, so the next
@@ -34,11 +36,11 @@ from exactly_once.local.execution.streams import flow_error, run_available_now
 from exactly_once.local.graph.flow_declarations import check_flow_query, is_once
 from exactly_once.local.observe.progress import FlowResult, Progress
 from exactly_once.local.observe.timeline import Timeline
-from exactly_once.local.storage import delta_log, idempotent
+from exactly_once.local.storage import delta_log, idempotent, table_definition
 from exactly_once.local.storage.delta_log import Marker
 from exactly_once.local.storage.files import write_atomic
 from exactly_once.local.storage.snapshot_files import compact_when_many_files
-from exactly_once.local.storage.warehouse import AutoCdcTables, Warehouse
+from exactly_once.local.storage.warehouse import AutoCdcTables, Warehouse, as_written
 
 
 def run_append_flow(spark: SparkSession, flow_name: str, target: str, df: DataFrame,
@@ -122,15 +124,27 @@ def run_once_flow(spark: SparkSession, flow: Flow, df: DataFrame, warehouse: War
 def run_materialized_view(spark: SparkSession, flow_name: str, target: str, df: DataFrame,
                           warehouse: Warehouse, progress: Progress,
                           timeline: Timeline) -> FlowResult:
-    """Recompute the whole view and replace the table's contents in one Delta commit."""
+    """Recompute the whole view and replace the table's contents in one Delta commit, keeping
+    what its declaration defines of the table (table_definition.overwrite): created with it
+    first, when new."""
     result = FlowResult(flow=flow_name, target=target, kind="materialized_view")
     path = warehouse.table_path(target).resolve()
+    definition = warehouse.definition(target)
+    if definition.layout_problem(path):  # its file changed what Delta does not change in place
+        warehouse.reset(spark, {target: []})  # the table anew, as a full refresh makes it
+    if not warehouse.has_table(target):
+        with timeline.span(flow_name, "create table"):
+            # As a write stores a schema: a query's non-nullable column is no NOT NULL.
+            warehouse.create_table(spark, target, as_written(df.schema))
+    how = table_definition.overwrite(path, definition, df.schema)
     version_before = delta_log.latest_version(path)
     with timeline.span(flow_name, "flow"), timeline.span(flow_name, "delta overwrite", 0, target), \
             jobs_described(spark, flow_name):
         try:
-            df.write.format("delta").mode("overwrite").option("overwriteSchema", "true") \
-                .save(str(path))
+            writer = df.write.format("delta").mode("overwrite").options(**how.options)
+            if how.partition_by is not None:
+                writer = writer.partitionBy(*how.partition_by)
+            writer.save(str(path))
         except Exception as err:  # nothing was committed: the table keeps its previous version
             raise flow_error(flow_name, err) from err
     warehouse.register(spark, target)

@@ -31,6 +31,7 @@ from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.execution import flows, sinks, streams
 from exactly_once.local.execution.refresh import RefreshSelection, plan_refresh
 from exactly_once.local.execution.streams import flow_error
+from exactly_once.local.graph.dataset_declarations import batch_table_with_flows
 from exactly_once.local.graph.expectations import ObservedExpectations, apply_expectations, declared
 from exactly_once.local.graph.flow_declarations import is_once
 from exactly_once.local.graph.reads import resolved_reads
@@ -64,7 +65,13 @@ class _FlowSetup:
 class PipelineUpdate:
     def __init__(self, spark: SparkSession, graph: PipelineGraph, warehouse: Warehouse,
                  progress: Progress | None = None, timeline: Timeline | None = None):
-        self.spark, self.graph, self.warehouse = spark, graph, warehouse
+        self.spark, self.graph = spark, graph
+        # Holding each table's declared definition: where it is stored, whether it is
+        # published, what Delta keeps of it (storage/table_definition.py).
+        try:
+            self.warehouse = warehouse.declaring(graph.definitions())
+        except DeclarationError as err:  # a table its file moved: named with the file
+            raise err.in_file(graph.declared_in.get(err.dataset or "")) from None
         self.progress = progress or Progress(quiet=True)
         self.timeline = timeline or Timeline()
         self.update_id = event_log.new_update_id()
@@ -257,8 +264,11 @@ class PipelineUpdate:
 
         return next_snapshot
 
-    def _runner(self, flow: Flow | AutoCdcSpec | SnapshotCdcSpec) -> tuple[str, FlowRunner]:
-        """The flow's kind and the function that runs it, decided once."""
+    def _runner(self, flow: Flow | AutoCdcSpec | SnapshotCdcSpec,
+                query: Query | None) -> tuple[str, FlowRunner]:
+        """The flow's kind and the function that runs it, decided once its query is built: a
+        `@dp.table` over a batch query is a materialized view, as Databricks' `table`
+        reference says (open-source pipelines refuse it)."""
         once = "_once" if is_once(flow) else ""
         if isinstance(flow, SnapshotCdcSpec):
             return f"auto_cdc_from_snapshot{once}", partial(flows.run_snapshot_cdc_flow,
@@ -271,20 +281,49 @@ class PipelineUpdate:
                                                               flow, sink)
         if once:
             return "append_once", partial(flows.run_once_flow, self.spark, flow)
-        if self.graph.is_materialized_view(flow.target):
+        if self.graph.is_materialized_view(flow.target) or self._batch_table(flow, query):
             return "materialized_view", partial(flows.run_materialized_view, self.spark,
                                                 flow.name, flow.target)
         return "append", partial(flows.run_append_flow, self.spark, flow.name, flow.target)
 
+    def _batch_table(self, flow: Flow, query: Query | None) -> bool:
+        """Whether `flow` is a `@dp.table`'s own query, and a batch one."""
+        return (flow.name == flow.target and self.graph.query_decides_kind(flow.target)
+                and isinstance(query, DataFrame) and not query.isStreaming)
+
+    def _check_query(self, flow: Flow | AutoCdcSpec | SnapshotCdcSpec, kind: str,
+                     query: Query) -> None:
+        """What the target's declaration asks of the flow, checked before it writes: a
+        materialized view `@dp.table` made is its flow's alone; a query fits the table's
+        declared schema; a stored table has the layout declared (only a full refresh changes
+        a streaming table's)."""
+        target = flow.target
+        if kind == "materialized_view" and self.graph.query_decides_kind(target):
+            others = [f.name for f in self.graph.flows_into(target) if f.name != flow.name]
+            if others:
+                raise batch_table_with_flows(target, others)
+        definition = self.warehouse.definition(target)
+        if kind in ("append", "append_once", "materialized_view") \
+                and isinstance(query, DataFrame):
+            problem = definition.fit_problem(query.schema)
+            if problem:
+                raise DeclarationError(problem, dataset=target)
+        if kind != "materialized_view" and self.warehouse.has_table(target):
+            problem = definition.layout_problem(self.warehouse.table_path(target))
+            if problem:
+                raise DeclarationError(f"{problem}; a full refresh of `{target}` "
+                                       f"(--full-refresh {target}) recreates it", dataset=target)
+
     def _run_flow(self, flow: Flow | AutoCdcSpec | SnapshotCdcSpec) -> None:
-        kind, run = self._runner(flow)
         started = self.timeline.now()
         if flows.ran_once(self.warehouse, flow):  # until a full refresh recreates its target
+            kind, _ = self._runner(flow, None)
             self.progress.flow_started(flow.name, kind)
             self._finished(FlowResult(flow=flow.name, target=flow.target, kind=kind))
             return
         with self.timeline.span(flow.name, "build query"):
             df, setup = self._build(flow)
+        kind, run = self._runner(flow, df)
         for name in setup.not_waited_for:  # up to date before the query asks for offsets
             self._wait_for(setup.table, name, setup.flow)
         if setup.streamed & self._reset and flow.target not in self._reset:
@@ -293,6 +332,7 @@ class PipelineUpdate:
             self.warehouse.reset_checkpoint(flow.name)
         self.progress.flow_started(flow.name, kind)
         try:
+            self._check_query(flow, kind, df)
             result = run(df, self.warehouse, self.progress, self.timeline)
         except Exception as err:  # the event log records the failure, then it propagates
             # Spark's own errors outside a query (creating a table, say) as one line too.

@@ -5,6 +5,8 @@
                       checks them: a mistake is a DeclarationError naming file and dataset
     dp_extensions.py  Databricks' `dp` API that open-source pyspark lacks (AUTO CDC, expectations)
     flow_declarations.py  `append_flow` and `create_sink` with Databricks' arguments
+    dataset_declarations.py  `dp.table`, `materialized_view`, `temporary_view`,
+                      `create_streaming_table` with every argument Databricks documents
     expectations.py   expectation decorators and their evaluation on a DataFrame
     reads.py          reads of pipeline datasets resolved as Databricks resolves them
     dataflow.py       the graph as a person reads it: text, Mermaid, dot, JSON

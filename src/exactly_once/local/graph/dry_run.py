@@ -2,11 +2,13 @@
 
 As `spark-pipelines dry-run` (and `databricks bundle run --validate-only`): every pipeline file
 runs, the graph is validated (names, flows, targets), and each flow's query is built and
-analyzed, so an unknown dataset or column, a type error or an expectation that is not SQL is
-found before an update starts. Reads of pipeline datasets inside a flow are answered with an
-empty DataFrame of that dataset's schema (a never-started stream for streaming reads), so the
-datasets are analyzed upstream first and no table, checkpoint or Kafka topic is touched. The
-Kafka source itself is only declared, never started: declaring it reads nothing.
+analyzed, so an unknown dataset or column, a type error, an expectation that is not SQL or a
+query that does not fit its table's declared schema is found before an update starts. A
+`@dp.table` over a batch query is a materialized view here too. Reads of pipeline datasets
+inside a flow are answered with an empty DataFrame of that dataset's schema (a never-started
+stream for streaming reads), so the datasets are analyzed upstream first and no table,
+checkpoint or Kafka topic is touched. The Kafka source itself is only declared, never started:
+declaring it reads nothing.
 
 Problems are collected, not raised: one per file that fails to run, per graph rule broken and
 per dataset whose query does not analyze. A dataset that reads a broken one is not analyzed
@@ -47,6 +49,7 @@ from exactly_once.local.graph.dataflow import (
     auto_cdc_kind,
     dataset_kind,
 )
+from exactly_once.local.graph.dataset_declarations import batch_table_with_flows
 from exactly_once.local.graph.expectations import Expectation, apply_expectations, declared
 from exactly_once.local.graph.flow_declarations import check_flow_query, is_once
 from exactly_once.local.graph.loader import run_file
@@ -99,6 +102,8 @@ class _Analyzer:
         self.stack: list[str] = []  # datasets being analyzed, outermost first
         self.reads: dict[str, list[Read]] = {}  # flow -> what its query read
         self.reading: list[str] = []  # flows whose queries are being built, innermost last
+        self.definitions = graph.definitions()  # each table's
+        self.batch_tables: set[str] = set()  # @dp.table over a batch query: materialized views
 
     def report(self, dataset: str | None, message: str) -> None:
         self.problems.append(Problem(message, self.declared_in.get(dataset or ""), dataset))
@@ -130,13 +135,27 @@ class _Analyzer:
         return self.schemas[name]
 
     def _analyze(self, name: str) -> StructType:
+        """The dataset's schema: its declared one, else its first flow's query's. Each query
+        must fit the table's declaration (as an update checks it before writing), and a
+        `@dp.table` over a batch query, a materialized view, has no other flow."""
         schema = None
+        definition = self.definitions.get(name)
         for flow in self.graph.flows_into(name):
             df = self.query(flow)
             schema = schema or df.schema
+            if definition is not None:
+                problem = definition.fit_problem(df.schema)
+                if problem:
+                    raise DeclarationError(problem, dataset=name)
+            if flow.name == name and self.graph.query_decides_kind(name) and not df.isStreaming:
+                self.batch_tables.add(name)
         if schema is None:
             raise GraphError(f"dataset `{name}` has no flow")
-        return schema
+        if name in self.batch_tables:
+            others = [f.name for f in self.graph.flows_into(name) if f.name != name]
+            if others:
+                raise batch_table_with_flows(name, others)
+        return definition.table_schema(schema) if definition is not None else schema
 
     def query(self, flow: Flow | AutoCdcSpec | SnapshotCdcSpec) -> DataFrame:
         """The flow's query, analyzed, with the reads it makes recorded."""
@@ -231,7 +250,8 @@ def analyze(spark: SparkSession, settings: Settings, files: Sequence[Path]) -> A
                 analyzer.dataset(name)
             except _Blocked:
                 pass
-    return Analysis(graph, _dataflow(graph, analyzer.reads, graph.declared_in),
+    return Analysis(graph, _dataflow(graph, analyzer.reads, graph.declared_in,
+                                     analyzer.batch_tables),
                     [*problems, *analyzer.problems], list(files))
 
 
@@ -254,7 +274,9 @@ def _load(spark: SparkSession, files: Sequence[Path]) -> tuple[PipelineGraph, li
 
 
 def _dataflow(graph: PipelineGraph, reads: dict[str, list[Read]],
-              declared_in: dict[str, str]) -> Dataflow:
+              declared_in: dict[str, str], batch_tables: set[str]) -> Dataflow:
+    """The graph as analyzed: `batch_tables`, `@dp.table`s whose query is a batch read, are
+    materialized views."""
     def flow_kind(flow: Flow | AutoCdcSpec | SnapshotCdcSpec) -> str:
         kind = base_kind(flow)
         return f"{kind} once" if is_once(flow) else kind
@@ -264,12 +286,13 @@ def _dataflow(graph: PipelineGraph, reads: dict[str, list[Read]],
             return auto_cdc_kind(flow)
         if isinstance(flow, SnapshotCdcSpec):
             return flow.kind()
-        if graph.is_materialized_view(flow.target):
+        if graph.is_materialized_view(flow.target) or flow.target in batch_tables:
             return MATERIALIZED_VIEW
         return VIEW if graph.is_view(flow.target) else APPEND
 
     return Dataflow(
-        datasets=[DatasetNode(name, dataset_kind(output), declared_in.get(name, "?"))
+        datasets=[DatasetNode(name, MATERIALIZED_VIEW if name in batch_tables
+                              else dataset_kind(output), declared_in.get(name, "?"))
                   for name, output in graph.outputs.items()],
         flows=[FlowNode(f.name, f.target, flow_kind(f),
                         tuple(dict.fromkeys(reads.get(f.name, []))), declared_in.get(f.name, "?"),
