@@ -35,6 +35,7 @@ from exactly_once.local.auto_cdc.from_snapshot.apply import target_schema
 from exactly_once.local.auto_cdc.from_snapshot.spec import SnapshotCdcSpec
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.auto_cdc.writer import scd_type_of
+from exactly_once.local.engine import update_settings
 from exactly_once.local.graph import dp_extensions
 from exactly_once.local.graph.dataflow import (
     APPEND,
@@ -213,19 +214,21 @@ class _Analyzer:
 
 
 def analyze(spark: SparkSession, settings: Settings, files: Sequence[Path]) -> Analysis:
-    """Load `files` and analyze every dataset's query, collecting the problems."""
+    """Load `files` and analyze every dataset's query, collecting the problems; the settings'
+    pipeline configuration is in the session meanwhile, as in an update."""
     for key, value in settings.to_conf().items():
         spark.conf.set(key, value)  # as run_pipeline: what pipeline code reads its settings from
-    graph, problems = _load(spark, files)
-    analyzer = _Analyzer(spark, graph, graph.declared_in)
-    # A dataset with a problem of its declaration is not analyzed: its problem is reported.
-    analyzer.failed.update(p.dataset for p in problems if p.dataset)
-    with _quiet_query_context(), resolved_reads(analyzer.resolve):
-        for name in graph.outputs:
-            try:
-                analyzer.dataset(name)
-            except _Blocked:
-                pass
+    with update_settings.configured(spark, settings.configuration):
+        graph, problems = _load(spark, files)
+        analyzer = _Analyzer(spark, graph, graph.declared_in)
+        # A dataset with a problem of its declaration is not analyzed: its problem is reported.
+        analyzer.failed.update(p.dataset for p in problems if p.dataset)
+        with _quiet_query_context(), resolved_reads(analyzer.resolve):
+            for name in graph.outputs:
+                try:
+                    analyzer.dataset(name)
+                except _Blocked:
+                    pass
     return Analysis(graph, _dataflow(graph, analyzer.reads, graph.declared_in),
                     [*problems, *analyzer.problems], list(files))
 
