@@ -14,10 +14,13 @@ Each pipeline is a few rows in this process's shared session.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import textwrap
 
 from pyspark.sql import SparkSession
 
+from exactly_once import cli
 from exactly_once.local.execution.pipeline import run_pipeline
 
 
@@ -175,3 +178,49 @@ def test_spark_conf_applies_to_its_flow_only(spark, settings, tmp_path):
     assert rows(spark, warehouse, "tokyo_stream") == [(9,)]
     assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
     assert SparkSession.getActiveSession() is spark
+
+
+def test_dry_run_analyzes_a_flow_with_its_spark_conf(in_session, tmp_path, capsys):
+    """A query that analyzes only with its flow's settings (two columns differing in case
+    alone are ambiguous unless `spark.sql.caseSensitive`) passes dry-run as it runs."""
+    root = pipeline(tmp_path, """
+        from pyspark import pipelines as dp
+
+        @dp.materialized_view(name="cased", spark_conf={"spark.sql.caseSensitive": "true"})
+        def cased():
+            return spark.sql("SELECT 1 AS a, 2 AS A").select("a")
+
+        @dp.materialized_view(name="reader", spark_conf={"spark.sql.caseSensitive": "true"})
+        def reader():
+            return spark.read.table("cased").selectExpr("a", "a + 1 AS A").select("A")
+        """)
+    assert cli.main(["dry-run", "--pipelines", str(root)]) == 0, capsys.readouterr().err
+    assert in_session.conf.get("spark.sql.caseSensitive") == "false"
+
+
+# The UDF pipeline's update as a driver of its own on the standalone cluster: its Python workers
+# run in the executors, which the cluster's workers start.
+ON_THE_CLUSTER = """
+import sys
+from pathlib import Path
+from exactly_once.local.engine.deployment import deployment
+from exactly_once.local.engine.session import build_session
+from exactly_once.local.execution.pipeline import run_pipeline
+from exactly_once.settings.engine import load_engine
+from exactly_once.settings.pipeline import load_settings
+
+master, pipelines, warehouse = sys.argv[1:]
+spark = build_session(warehouse, deployment=deployment(load_engine(master=master), warehouse))
+run_pipeline(spark, load_settings(), warehouse, pipelines_dir=Path(pipelines))
+rows = spark.read.format("delta").load(warehouse + "/computed").orderBy("id").collect()
+print([tuple(r) for r in rows])
+"""
+
+
+def test_python_udfs_run_on_the_standalone_cluster(spark_cluster, tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-c", ON_THE_CLUSTER, spark_cluster.url,
+         str(pipeline(tmp_path, UDFS)), str(tmp_path / "warehouse")],
+        capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.splitlines()[-1] == "[(0, 1, 'A', 0), (1, 2, 'A', 2), (2, 3, 'A', 4)]"

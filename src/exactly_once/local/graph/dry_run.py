@@ -35,7 +35,7 @@ from exactly_once.local.auto_cdc.from_snapshot.apply import target_schema
 from exactly_once.local.auto_cdc.from_snapshot.spec import SnapshotCdcSpec
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.auto_cdc.writer import scd_type_of
-from exactly_once.local.engine import update_settings
+from exactly_once.local.engine import pipeline_session, update_settings
 from exactly_once.local.graph import dp_extensions
 from exactly_once.local.graph.dataflow import (
     APPEND,
@@ -139,22 +139,28 @@ class _Analyzer:
         return schema
 
     def query(self, flow: Flow | AutoCdcSpec | SnapshotCdcSpec) -> DataFrame:
-        """The flow's query, analyzed, with the reads it makes recorded."""
+        """The flow's query, analyzed in the flow's session (its `spark_conf`, as an update
+        runs it: engine/pipeline_session.py), with the reads it makes recorded."""
         self.reads.setdefault(flow.name, [])
         self.reading.append(flow.name)
+        session = pipeline_session.with_conf(self.spark, getattr(flow, "spark_conf", None))
         try:
-            if isinstance(flow, AutoCdcSpec):
-                return self._auto_cdc(flow)
-            if isinstance(flow, SnapshotCdcSpec):
-                return self._snapshot_cdc(flow)
-            df = flow.func()
-            for e in declared(flow.func):
-                _check_expectation(df, e)
-            df, _ = apply_expectations(df, declared(flow.func), flow.target)
-            _ = df.schema  # analysis is the point
-            return df
+            with pipeline_session.running(session):
+                return self._query(flow)
         finally:
             self.reading.pop()
+
+    def _query(self, flow: Flow | AutoCdcSpec | SnapshotCdcSpec) -> DataFrame:
+        if isinstance(flow, AutoCdcSpec):
+            return self._auto_cdc(flow)
+        if isinstance(flow, SnapshotCdcSpec):
+            return self._snapshot_cdc(flow)
+        df = flow.func()
+        for e in declared(flow.func):
+            _check_expectation(df, e)
+        df, _ = apply_expectations(df, declared(flow.func), flow.target)
+        _ = df.schema  # analysis is the point
+        return df
 
     def _inline_view(self, name: str) -> DataFrame:
         """A read of temporary view `name`: its query, built in the reader's."""
@@ -184,7 +190,8 @@ class _Analyzer:
         table read), checked as an update checks it; reading a snapshot's rows is left out."""
         function = spec.source_function
         if function is None:
-            snapshot = snapshot_flow.table_snapshot(self.spark, str(spec.source), self.resolve)
+            snapshot = snapshot_flow.table_snapshot(pipeline_session.current(self.spark),
+                                                    str(spec.source), self.resolve)
             version: object = snapshot_flow.processing_time()
         else:
             result = function(None)
@@ -210,7 +217,8 @@ class _Analyzer:
             return None  # a table of the catalog, read as it is
         if self.graph.is_view(name):  # inlined into the reader, as an update does
             return self._inline_view(name)
-        return _empty(self.spark, self.dataset(name), streaming)
+        # In the reading flow's session: what it builds on the read is analyzed there.
+        return _empty(pipeline_session.current(self.spark), self.dataset(name), streaming)
 
 
 def analyze(spark: SparkSession, settings: Settings, files: Sequence[Path]) -> Analysis:
