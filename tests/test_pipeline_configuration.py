@@ -164,6 +164,14 @@ def test_conf_needs_key_and_value(capsys, arguments, message):
     assert capsys.readouterr().err.splitlines()[-1] == f"exactly-once run: error: {message}"
 
 
+def test_a_key_has_the_characters_databricks_allows(capsys):
+    """"Pipeline parameter keys can only contain _ - . or alphanumeric characters"."""
+    assert cli.main(["run", "--conf", "my pipeline/start=1"]) == 1
+    assert capsys.readouterr().err == (
+        f"{ERROR}configuration key 'my pipeline/start': a key has letters, digits and _ - . "
+        "only\n")
+
+
 def test_run_conf_refuses_conf_s_own_settings_before_spark_starts(capsys):
     assert cli.main(["run", "--conf", "exactly_once.kafka.bootstrap_servers=x"]) == 1
     assert capsys.readouterr().err == (

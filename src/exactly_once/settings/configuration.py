@@ -1,6 +1,7 @@
 """The pipeline's configuration: Databricks' pipeline parameters, key/value text that pipeline
 code reads with `spark.conf.get("mypipeline.startDate")`
-(https://docs.databricks.com/aws/en/ldp/parameters).
+(https://docs.databricks.com/aws/en/ldp/parameters: values are text, keys letters, digits and
+`_ - .`).
 
 One place holds it, `configuration:` in conf/ (conf/targets/<target>.yml merged over base.yml):
 the bundle's pipeline resource carries it on Databricks (deploy/bundle_resource.py), the local
@@ -12,6 +13,7 @@ owns, the runtime checks (local/engine/update_settings.py).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from datetime import date, datetime
 from typing import Any
@@ -20,6 +22,7 @@ from exactly_once.errors import SettingsError
 from exactly_once.settings.values import PREFIX
 
 SECTION = "configuration"
+_KEY = re.compile(r"[A-Za-z0-9_.-]+")
 
 
 def from_document(doc: Mapping[str, Any]) -> dict[str, str]:
@@ -43,7 +46,10 @@ def _text(key: str, value: object) -> str:
 
 
 def check_key(key: str) -> str:
-    """`key`, unless it is one of conf/'s own settings."""
+    """`key`, unless it has a character Databricks does not allow in a parameter's key ("_ - .
+    or alphanumeric characters") or is one of conf/'s own settings."""
+    if not _KEY.fullmatch(key):
+        raise SettingsError(f"{SECTION} key {key!r}: a key has letters, digits and _ - . only")
     if key == PREFIX or key.startswith(f"{PREFIX}."):
         raise SettingsError(f"{SECTION} key {key}: {PREFIX}.* are the settings of conf/'s other "
                             "sections; set them there, or with --set")

@@ -15,8 +15,8 @@ https://docs.databricks.com/aws/en/ldp/developer/ldp-python-ref-materialized-vie
                        runs, else the pipeline's own
     with_conf(...)     a flow's session: the pipeline's, or for a flow with `spark_conf` a clone
                        of it with those settings (Spark's cloneSession: its own SQL settings, the
-                       same SparkContext, catalog and registered functions; about 12 ms, and
-                       only for such a flow)
+                       same SparkContext, catalog and registered functions; about 60 ms with
+                       its first query, paid only by such a flow)
     moved(df, ...)     a DataFrame analyzed in one session, continued in another (a temporary
                        view with `spark_conf`, read by a flow)
 

@@ -5,7 +5,8 @@
                       checks them: a mistake is a DeclarationError naming file and dataset
     dp_extensions.py  Databricks' `dp` API that open-source pyspark lacks (AUTO CDC, expectations)
     expectations.py   expectation decorators and their evaluation on a DataFrame
-    reads.py          reads of pipeline datasets resolved as Databricks resolves them
+    reads.py          reads of pipeline datasets resolved as Databricks resolves them (LIVE.)
+    legacy_dlt.py     the legacy `dlt` module, what a pipeline file's `import dlt` gives
     dataflow.py       the graph as a person reads it: text, Mermaid, dot, JSON
     dry_run.py        `exactly-once dry-run`: every dataset analyzed, nothing read or written
 
