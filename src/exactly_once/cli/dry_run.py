@@ -15,6 +15,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     common.add_pipelines(parser)
     parser.add_argument("--source", type=common.source, help="as for `run`")
     common.add_overrides(parser)
+    common.add_configuration(parser)
 
 
 def handle(args: argparse.Namespace) -> int:

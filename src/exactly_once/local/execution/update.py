@@ -24,10 +24,11 @@ from typing import Any
 from pyspark.pipelines.flow import Flow
 from pyspark.sql import DataFrame, SparkSession
 
-from exactly_once.errors import DeclarationError, ExactlyOnceError, GraphError
+from exactly_once.errors import DeclarationError, ExactlyOnceError, GraphError, first_line
 from exactly_once.local.auto_cdc.from_snapshot import flow as snapshot_flow
 from exactly_once.local.auto_cdc.from_snapshot.spec import NextSnapshot, SnapshotCdcSpec
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
+from exactly_once.local.engine import pipeline_session
 from exactly_once.local.execution import flows, sinks, streams
 from exactly_once.local.execution.refresh import RefreshSelection, plan_refresh
 from exactly_once.local.execution.streams import flow_error
@@ -174,14 +175,17 @@ class PipelineUpdate:
         return []
 
     def _resolve(self, name: str, streaming: bool) -> DataFrame | None:
+        """`name` as the flow being built on this thread reads it, in that flow's session."""
         if name not in self.graph.outputs:
             return None  # not ours: an ordinary catalog table
         if self.graph.sink(name) is not None:
             raise GraphError(f"`{name}` is a sink: the pipeline writes it, and cannot read it")
         setup: _FlowSetup | None = getattr(self._setup, "flow", None)
+        session = pipeline_session.current(self.spark)
         if self.graph.is_view(name):
             view_flow = self.graph.view_flow(name)
-            df, observed = apply_expectations(view_flow.func(), declared(view_flow.func), name)
+            df, observed = apply_expectations(self._view_query(view_flow, session),
+                                              declared(view_flow.func), name)
             if observed is not None and setup is not None:  # counted by the reading flow
                 setup.observed.append(observed)
             return df
@@ -197,8 +201,8 @@ class PipelineUpdate:
             setup.streamed.add(name)
         path = self.warehouse.table_path(name).resolve()
         if not streaming:  # the files its log names: no rebuild of its Delta state
-            return read_latest(self.spark, str(path))
-        reader = self.spark.readStream.format("delta")
+            return read_latest(session, str(path))
+        reader = session.readStream.format("delta")
         if first_batch and delta_log.appends_since_creation(path):
             # A query's first batch reads the table's commits from its creation on, not a
             # snapshot of it: the same rows when every commit only appended (delta_log), and
@@ -207,6 +211,25 @@ class PipelineUpdate:
             # table is read from its snapshot, as Spark's default does.
             reader = reader.option("startingVersion", "0")
         return reader.load(str(path))
+
+    def _view_query(self, view: Flow, reader: SparkSession) -> DataFrame:
+        """A temporary view's query, inlined into the reading flow's: built in the view's own
+        session when it declares `spark_conf`, and continued in the reader's."""
+        if not view.spark_conf:
+            return view.func()
+        with pipeline_session.running(self._session_of(view)):
+            query = view.func()
+        return pipeline_session.moved(query, reader)
+
+    def _session_of(self, flow: Flow | AutoCdcSpec | SnapshotCdcSpec) -> SparkSession:
+        """The session `flow` runs in: the pipeline's, or its own with its `spark_conf`."""
+        conf = getattr(flow, "spark_conf", None)
+        try:
+            return pipeline_session.with_conf(self.spark, conf)
+        except Exception as err:  # noqa: BLE001 - Spark's refusal of a setting, as one line
+            raise DeclarationError(f"flow `{flow.name}`: spark_conf: {first_line(err)}",
+                                   dataset=flow.target,
+                                   file=self.graph.declared_in.get(flow.name)) from None
 
     def _streamed_before_update(self, name: str) -> bool:
         """Whether a query past its first batch can build its stream of table `name` while the
@@ -252,7 +275,8 @@ class PipelineUpdate:
         function = spec.source_function
         if function is None:
             return snapshot_flow.one_snapshot(snapshot_flow.table_snapshot(
-                self.spark, str(spec.source), self._resolve), self.processing_time)
+                pipeline_session.current(self.spark), str(spec.source), self._resolve),
+                self.processing_time)
 
         def next_snapshot(latest: Any) -> tuple[DataFrame, Any] | None:
             outer = getattr(self._setup, "flow", None)
@@ -266,25 +290,26 @@ class PipelineUpdate:
 
     def _runner(self, flow: Flow | AutoCdcSpec | SnapshotCdcSpec,
                 query: Query | None) -> tuple[str, FlowRunner]:
-        """The flow's kind and the function that runs it, decided once its query is built: a
-        `@dp.table` over a batch query is a materialized view, as Databricks' `table`
-        reference says (open-source pipelines refuse it)."""
+        """The flow's kind and the function that runs it in the flow's session (`_run_flow`),
+        decided once its query is built: a `@dp.table` over a batch query is a materialized
+        view, as Databricks' `table` reference says (open-source pipelines refuse it)."""
+        spark = pipeline_session.current(self.spark)
         once = "_once" if is_once(flow) else ""
         if isinstance(flow, SnapshotCdcSpec):
-            return f"auto_cdc_from_snapshot{once}", partial(flows.run_snapshot_cdc_flow,
-                                                            self.spark, flow)
+            return f"auto_cdc_from_snapshot{once}", partial(flows.run_snapshot_cdc_flow, spark,
+                                                            flow)
         if isinstance(flow, AutoCdcSpec):
-            return f"auto_cdc{once}", partial(flows.run_auto_cdc_flow, self.spark, flow)
+            return f"auto_cdc{once}", partial(flows.run_auto_cdc_flow, spark, flow)
         sink = self.graph.sink(flow.target)
         if sink is not None:
-            return "append_once" if once else "sink", partial(sinks.run_sink_flow, self.spark,
-                                                              flow, sink)
+            return "append_once" if once else "sink", partial(sinks.run_sink_flow, spark, flow,
+                                                              sink)
         if once:
-            return "append_once", partial(flows.run_once_flow, self.spark, flow)
+            return "append_once", partial(flows.run_once_flow, spark, flow)
         if self.graph.is_materialized_view(flow.target) or self._batch_table(flow, query):
-            return "materialized_view", partial(flows.run_materialized_view, self.spark,
+            return "materialized_view", partial(flows.run_materialized_view, spark,
                                                 flow.name, flow.target)
-        return "append", partial(flows.run_append_flow, self.spark, flow.name, flow.target)
+        return "append", partial(flows.run_append_flow, spark, flow.name, flow.target)
 
     def _batch_table(self, flow: Flow, query: Query | None) -> bool:
         """Whether `flow` is a `@dp.table`'s own query, and a batch one."""
@@ -315,6 +340,12 @@ class PipelineUpdate:
                                        f"(--full-refresh {target}) recreates it", dataset=target)
 
     def _run_flow(self, flow: Flow | AutoCdcSpec | SnapshotCdcSpec) -> None:
+        """The flow built and run on this thread in its session (`_session_of`): what its code
+        asks for (`spark`, getActiveSession(), builder.getOrCreate()) is that session."""
+        with pipeline_session.running(self._session_of(flow)):
+            self._run_in_session(flow)
+
+    def _run_in_session(self, flow: Flow | AutoCdcSpec | SnapshotCdcSpec) -> None:
         started = self.timeline.now()
         if flows.ran_once(self.warehouse, flow):  # until a full refresh recreates its target
             kind, _ = self._runner(flow, None)

@@ -8,7 +8,8 @@
     dataset_declarations.py  `dp.table`, `materialized_view`, `temporary_view`,
                       `create_streaming_table` with every argument Databricks documents
     expectations.py   expectation decorators and their evaluation on a DataFrame
-    reads.py          reads of pipeline datasets resolved as Databricks resolves them
+    reads.py          reads of pipeline datasets resolved as Databricks resolves them (LIVE.)
+    legacy_dlt.py     the legacy `dlt` module, what a pipeline file's `import dlt` gives
     dataflow.py       the graph as a person reads it: text, Mermaid, dot, JSON
     dry_run.py        `exactly-once dry-run`: every dataset analyzed, nothing read or written
 

@@ -37,6 +37,7 @@ from exactly_once.local.auto_cdc.from_snapshot.apply import target_schema
 from exactly_once.local.auto_cdc.from_snapshot.spec import SnapshotCdcSpec
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.auto_cdc.writer import scd_type_of
+from exactly_once.local.engine import pipeline_session, update_settings
 from exactly_once.local.graph import dp_extensions
 from exactly_once.local.graph.dataflow import (
     APPEND,
@@ -158,23 +159,29 @@ class _Analyzer:
         return definition.table_schema(schema) if definition is not None else schema
 
     def query(self, flow: Flow | AutoCdcSpec | SnapshotCdcSpec) -> DataFrame:
-        """The flow's query, analyzed, with the reads it makes recorded."""
+        """The flow's query, analyzed in the flow's session (its `spark_conf`, as an update
+        runs it: engine/pipeline_session.py), with the reads it makes recorded."""
         self.reads.setdefault(flow.name, [])
         self.reading.append(flow.name)
+        session = pipeline_session.with_conf(self.spark, getattr(flow, "spark_conf", None))
         try:
-            if isinstance(flow, AutoCdcSpec):
-                return self._auto_cdc(flow)
-            if isinstance(flow, SnapshotCdcSpec):
-                return self._snapshot_cdc(flow)
-            df = flow.func()
-            check_flow_query(flow, df, self.graph.sink(flow.target))
-            for e in declared(flow.func):
-                _check_expectation(df, e)
-            df, _ = apply_expectations(df, declared(flow.func), flow.target)
-            _ = df.schema  # analysis is the point
-            return df
+            with pipeline_session.running(session):
+                return self._query(flow)
         finally:
             self.reading.pop()
+
+    def _query(self, flow: Flow | AutoCdcSpec | SnapshotCdcSpec) -> DataFrame:
+        if isinstance(flow, AutoCdcSpec):
+            return self._auto_cdc(flow)
+        if isinstance(flow, SnapshotCdcSpec):
+            return self._snapshot_cdc(flow)
+        df = flow.func()
+        check_flow_query(flow, df, self.graph.sink(flow.target))
+        for e in declared(flow.func):
+            _check_expectation(df, e)
+        df, _ = apply_expectations(df, declared(flow.func), flow.target)
+        _ = df.schema  # analysis is the point
+        return df
 
     def _inline_view(self, name: str) -> DataFrame:
         """A read of temporary view `name`: its query, built in the reader's."""
@@ -205,7 +212,8 @@ class _Analyzer:
         table read), checked as an update checks it; reading a snapshot's rows is left out."""
         function = spec.source_function
         if function is None:
-            snapshot = snapshot_flow.table_snapshot(self.spark, str(spec.source), self.resolve)
+            snapshot = snapshot_flow.table_snapshot(pipeline_session.current(self.spark),
+                                                    str(spec.source), self.resolve)
             version: object = snapshot_flow.processing_time()
         else:
             result = function(None)
@@ -233,23 +241,26 @@ class _Analyzer:
             raise GraphError(f"`{name}` is a sink: the pipeline writes it, and cannot read it")
         if self.graph.is_view(name):  # inlined into the reader, as an update does
             return self._inline_view(name)
-        return _empty(self.spark, self.dataset(name), streaming)
+        # In the reading flow's session: what it builds on the read is analyzed there.
+        return _empty(pipeline_session.current(self.spark), self.dataset(name), streaming)
 
 
 def analyze(spark: SparkSession, settings: Settings, files: Sequence[Path]) -> Analysis:
-    """Load `files` and analyze every dataset's query, collecting the problems."""
+    """Load `files` and analyze every dataset's query, collecting the problems; the settings'
+    pipeline configuration is in the session meanwhile, as in an update."""
     for key, value in settings.to_conf().items():
         spark.conf.set(key, value)  # as run_pipeline: what pipeline code reads its settings from
-    graph, problems = _load(spark, files)
-    analyzer = _Analyzer(spark, graph, graph.declared_in)
-    # A dataset with a problem of its declaration is not analyzed: its problem is reported.
-    analyzer.failed.update(p.dataset for p in problems if p.dataset)
-    with _quiet_query_context(), resolved_reads(analyzer.resolve):
-        for name in graph.outputs:
-            try:
-                analyzer.dataset(name)
-            except _Blocked:
-                pass
+    with update_settings.configured(spark, settings.configuration):
+        graph, problems = _load(spark, files)
+        analyzer = _Analyzer(spark, graph, graph.declared_in)
+        # A dataset with a problem of its declaration is not analyzed: its problem is reported.
+        analyzer.failed.update(p.dataset for p in problems if p.dataset)
+        with _quiet_query_context(), resolved_reads(analyzer.resolve):
+            for name in graph.outputs:
+                try:
+                    analyzer.dataset(name)
+                except _Blocked:
+                    pass
     return Analysis(graph, _dataflow(graph, analyzer.reads, graph.declared_in,
                                      analyzer.batch_tables),
                     [*problems, *analyzer.problems], list(files))
