@@ -394,10 +394,11 @@ def auto_cdc_target(arguments: str) -> str:
 
 
 REFUSED = {
-    "automatic clustering": (
+    "automatic clustering without initial keys": (
         table("cluster_by_auto=True"),
-        "table: cluster_by_auto=True is automatic liquid clustering, which Databricks alone "
-        "has (open-source Delta has no CLUSTER BY AUTO); name the columns with cluster_by"),
+        "table: cluster_by_auto=True without cluster_by: automatic key selection is Databricks' "
+        "predictive optimization, which the local runtime does not have; give the initial keys "
+        "with cluster_by"),
     "a row filter": (
         table('row_filter="ROW FILTER f ON (id)"'),
         "table: row_filter needs a Unity Catalog function, which the local runtime does not "
@@ -508,7 +509,7 @@ def cli_run(root, tmp_path, capsys, monkeypatch) -> tuple[int, str, list[str]]:
     return code, err.removeprefix(ERROR).rstrip("\n"), written
 
 
-@pytest.mark.parametrize("case, written", [("automatic clustering", []),
+@pytest.mark.parametrize("case, written", [("automatic clustering without initial keys", []),
                                            ("a column of another type", ["event_log"]),
                                            ("a batch @dp.table with an append flow",
                                             ["event_log"])])

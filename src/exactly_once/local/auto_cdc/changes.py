@@ -87,11 +87,9 @@ def check_columns(spec: AutoCdcSpec, source_columns: list[str]) -> None:
 
 
 def check_source(spec: AutoCdcSpec, source: DataFrame) -> None:
-    """A change feed's source is a stream; a once flow's, a batch."""
-    if spec.once and source.isStreaming:
-        raise FlowError(f"AUTO CDC flow `{spec.name}` is a once flow (once=True): it reads its "
-                        f"source as a batch, and `{spec.source}` is a stream; read a table, or a "
-                        "view of a batch query")
+    """A change feed's source is a stream; a once flow's, a batch or a stream, read once (as
+    Databricks' database replication page hydrates a table from a streaming view:
+    https://docs.databricks.com/aws/en/ldp/database-replication)."""
     if not spec.once and not source.isStreaming:
         raise FlowError(f"AUTO CDC flow `{spec.name}` needs a streaming source; "
                         f"`{spec.source}` is not one")

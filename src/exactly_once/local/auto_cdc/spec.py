@@ -100,8 +100,14 @@ class AutoCdcDeclarations:
         ignore_null_updates_except_column_list: list[ColumnLike] | None = None,
         system_sequence_by: ColumnLike | None = None,
         columns_to_update: ColumnLike | None = None,
+        flow_name: str | None = None,
     ) -> None:
         declaration = Declaration("create_auto_cdc_flow", target)
+        # `flow_name` is how `dlt.apply_changes` and Databricks' database replication page
+        # (https://docs.databricks.com/aws/en/ldp/database-replication) name the flow.
+        if name is not None and flow_name is not None:
+            raise declaration.error("give name or flow_name (its older spelling), not both")
+        name = name if name is not None else flow_name
         for argument, value in (("system_sequence_by", system_sequence_by),
                                 ("columns_to_update", columns_to_update)):
             if value is not None:

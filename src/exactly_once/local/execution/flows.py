@@ -11,7 +11,10 @@ A once flow (`once=True`, a backfill) writes its batch query as one batch, marke
 once writer id (`once_query_id`, kept with its checkpoint as a streaming query's id is), then
 records that it ran (`record_once`, in its checkpoint's directory): a crash between the two
 leaves the mark in the target's log, and the next update finds it instead of writing again. A
-full refresh of the target forgets both, and the flow runs again, as Databricks documents.
+full refresh of the target forgets both, and the flow runs again, as Databricks documents. A once
+AUTO CDC flow over a stream (Databricks' database replication page hydrates a table that way)
+runs as a streaming flow whose checkpoint keeps what it applied, and is recorded as run when the
+stream has given everything it had.
 """
 
 from __future__ import annotations
@@ -170,7 +173,7 @@ def run_auto_cdc_flow(spark: SparkSession, spec: AutoCdcSpec, source: DataFrame,
                                    properties=dict(spec.target_properties))
         scd.ensure_state_table(spark, spec, source, tables.state)
     applied: list[CdcBatchStats] = []
-    if spec.once:
+    if spec.once and not source.isStreaming:
         with timeline.span(spec.name, "flow"), jobs_described(spark, spec.name):
             _apply_once(spark, spec, source, tables, once_query_id(warehouse, spec.name),
                         timeline, applied)
@@ -194,6 +197,8 @@ def run_auto_cdc_flow(spark: SparkSession, spec: AutoCdcSpec, source: DataFrame,
     with timeline.span(spec.name, "compact state"), jobs_described(spark, spec.name):
         # Once its batches are committed: a crash here leaves the state as they wrote it.
         compact_when_many_files(spark, tables.state)
+    if spec.once:  # a once flow over a stream: what was there, applied; its checkpoint kept it
+        record_once(warehouse, spec.name)
     return _counted(result, applied)
 
 

@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyspark.errors import ParseException
+from pyspark.errors import AnalysisException, ParseException
 from pyspark.pipelines.flow import Flow
 from pyspark.pipelines.graph_element_registry import get_active_graph_element_registry
 from pyspark.pipelines.output import MaterializedView, StreamingTable, TemporaryView
@@ -133,15 +133,18 @@ def _table_arguments(declaring: _Declaring, *, comment: object, table_properties
                      cluster_by: object, schema: object, row_filter: object,
                      private: object) -> dict[str, Any]:
     """The keyword arguments of a table output, checked; what cannot run locally refused."""
-    if declaring.flag("cluster_by_auto", cluster_by_auto):
-        raise declaring.error("cluster_by_auto=True is automatic liquid clustering, which "
-                              "Databricks alone has (open-source Delta has no CLUSTER BY AUTO); "
-                              "name the columns with cluster_by")
     if row_filter is not None:
         raise declaring.error("row_filter needs a Unity Catalog function, which the local "
                               "runtime does not have")
     partitions = declaring.names("partition_cols", partition_cols)
     clustering = declaring.names("cluster_by", cluster_by)
+    # cluster_by_auto with cluster_by: those are the initial keys, which Databricks' predictive
+    # optimization may change later (a layout, never the rows); locally they stay. Alone there
+    # are no keys to start from, and nothing here would ever choose them.
+    if declaring.flag("cluster_by_auto", cluster_by_auto) and not clustering:
+        raise declaring.error("cluster_by_auto=True without cluster_by: automatic key selection "
+                              "is Databricks' predictive optimization, which the local runtime "
+                              "does not have; give the initial keys with cluster_by")
     if partitions and clustering:
         raise declaring.error("give partition_cols or cluster_by, not both")
     location = declaring.text("path", path)
@@ -197,11 +200,40 @@ def _schema(declaring: _Declaring, schema: object) -> StructType | None:
         if column.default:
             raise declaring.error("schema: column defaults (DEFAULT) are not supported by the "
                                   "local runtime")
-    return StructType([
+    declared = StructType([
         StructField(c.name, c.data_type, c.nullable,
                     {**({COMMENT: c.comment} if c.comment is not None else {}),
                      **({GENERATED: c.generated} if c.generated is not None else {})})
         for c in parsed.columns])
+    _check_generated(declaring, declared)
+    return declared
+
+
+def _check_generated(declaring: _Declaring, schema: StructType) -> None:
+    """Each generated column's expression analyzed against the other columns: Delta creates
+    the table only when the expression's type is the column's (DELTA_GENERATED_COLUMNS_EXPR_TYPE_
+    MISMATCH), which would otherwise fail the update mid-way rather than at load."""
+    generated = [f for f in schema.fields if GENERATED in f.metadata]
+    if not generated:
+        return
+    from pyspark.sql import SparkSession
+
+    session: Any = SparkSession.active()
+    plain = session.createDataFrame(
+        [], StructType([f for f in schema.fields if GENERATED not in f.metadata]))
+    for column in generated:
+        expression = column.metadata[GENERATED]
+        try:
+            produced = plain.selectExpr(expression).schema.fields[0].dataType
+        except AnalysisException as err:
+            raise declaring.error(f"schema: generated column `{column.name}`: "
+                                  f"{first_line(err)}") from None
+        if produced != column.dataType:
+            raise declaring.error(
+                f"schema: generated column `{column.name}` is "
+                f"{column.dataType.simpleString().upper()}, its expression ({expression}) "
+                f"{produced.simpleString().upper()}: Delta needs the two to be one type; declare "
+                f"the column {produced.simpleString().upper()}, or CAST the expression")
 
 
 def _plain_parse_error(schema: str, err: ParseException) -> BaseException:
@@ -364,4 +396,7 @@ def batch_table_with_flows(name: str, others: list[str]) -> GraphError:
 
 DECLARATIONS: dict[str, Callable[..., object]] = {
     "table": table, "materialized_view": materialized_view, "temporary_view": temporary_view,
-    "create_streaming_table": create_streaming_table}
+    "create_streaming_table": create_streaming_table,
+    # `@dp.view`, the older dlt module's spelling, as Databricks' own pages still write it
+    # (https://docs.databricks.com/aws/en/ldp/database-replication): a temporary view.
+    "view": temporary_view}
