@@ -37,8 +37,9 @@ key two overlapping updates set to different values is an error for the second.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 from exactly_once.errors import SettingsError, first_line
@@ -70,18 +71,8 @@ def snapshot_every(spark: Any) -> int:
 @contextmanager
 def applied(spark: Any, settings: Mapping[str, str]) -> Iterator[None]:
     """`settings` in `spark`'s session until the block ends."""
-    session = str(spark._jsparkSession.hashCode())
-    taken: list[str] = []
-    try:
-        with _lock:
-            for key, value in settings.items():
-                _take(spark, session, key, value)
-                taken.append(key)
+    with _held(spark, settings, partial(_take, spark)):
         yield
-    finally:
-        with _lock:
-            for key in taken:
-                _release(spark, session, key)
 
 
 @contextmanager
@@ -91,19 +82,32 @@ def configured(spark: Any, configuration: Mapping[str, str]) -> Iterator[None]:
     the runtime owns, or one Spark cannot set at runtime, is a SettingsError before any is set;
     an update running beside this one in the session with another value for a key too."""
     check_configuration(spark, configuration)
+
+    def take(session: str, key: str, value: str) -> None:
+        entry = _open.get((session, key))
+        if entry is not None and spark.conf.get(key, None) != value:
+            raise SettingsError(f"configuration key {key}: an update running in this "
+                                f"session has it set to {spark.conf.get(key, None)!r}")
+        try:
+            _take(spark, session, key, value)
+        except Exception as err:  # noqa: BLE001 - Spark's refusal, as one line
+            raise SettingsError(f"configuration key {key}: {first_line(err)}") from None
+
+    with _held(spark, configuration, take):
+        yield
+
+
+@contextmanager
+def _held(spark: Any, settings: Mapping[str, str],
+          take: Callable[[str, str, str], None]) -> Iterator[None]:
+    """Each of `settings` taken in `spark`'s session (`take(session, key, value)`), and those
+    taken released when the block ends or a later one fails."""
     session = str(spark._jsparkSession.hashCode())
     taken: list[str] = []
     try:
         with _lock:
-            for key, value in configuration.items():
-                entry = _open.get((session, key))
-                if entry is not None and spark.conf.get(key, None) != value:
-                    raise SettingsError(f"configuration key {key}: an update running in this "
-                                        f"session has it set to {spark.conf.get(key, None)!r}")
-                try:
-                    _take(spark, session, key, value)
-                except Exception as err:  # noqa: BLE001 - Spark's refusal, as one line
-                    raise SettingsError(f"configuration key {key}: {first_line(err)}") from None
+            for key, value in settings.items():
+                take(session, key, value)
                 taken.append(key)
         yield
     finally:
