@@ -261,6 +261,7 @@ def test_graph_shows_sql_datasets_with_file_and_line(in_session, sql_run, capsys
     assert where["raw_orders"][1] == str(files / "sources.py")
     flows = {f["name"]: f for f in graph["flows"]}
     assert flows["backfill_ids"]["kind"] == "append once"
+    assert flows["live_ids"]["comment"] == "the feed"
     assert flows["customers_cdc"]["kind"] == "AUTO CDC SCD1"
     assert [r["dataset"] for r in flows["doubled"]["reads"]] == ["order_totals"]
     assert {(r["dataset"], r["streaming"]) for r in flows["order_totals"]["reads"]} == {
@@ -334,3 +335,33 @@ def test_a_mistake_of_a_sql_dataset_names_its_file_line_and_dataset(in_session, 
     code, errors, _ = dry_run(root, capsys)
     assert (code, errors) == (1, [f"{root / 'p.sql'}:3: dataset `m`: materialized_view: "
                                   "table_properties: `comment` is reserved: Spark sets it"])
+
+
+def test_statements_register_what_the_python_api_registers(spark, tmp_path):
+    """Loaded only: each statement's declaration, as the Python API's, located at its line."""
+    from exactly_once.local.graph.expectations import DROP, FAIL, WARN, Expectation
+    from exactly_once.local.graph.loader import load_graph
+
+    root = write_pipeline(tmp_path, p_sql="""
+        CREATE OR REFRESH STREAMING TABLE t (
+          CONSTRAINT warned EXPECT (id > 0),
+          CONSTRAINT dropped EXPECT (id < 10) ON VIOLATION DROP ROW,
+          CONSTRAINT failed EXPECT (id <> 5) ON VIOLATION FAIL UPDATE
+        ) LOCATION '/tmp/somewhere/t';
+
+        CREATE FLOW f COMMENT 'the backfill' AS INSERT INTO ONCE t BY NAME
+        WITH q AS (SELECT 1 AS id) SELECT id FROM q;
+
+        CREATE OR REFRESH PRIVATE MATERIALIZED VIEW m AS SELECT id FROM t;
+        """)
+    graph = load_graph(spark, [root / "p.sql"])
+    table = graph.outputs["t"]
+    assert table.expectations == (Expectation("warned", "id > 0", WARN),
+                                  Expectation("dropped", "id < 10", DROP),
+                                  Expectation("failed", "id <> 5", FAIL))
+    assert (table.path, table.source_code_location.filename,
+            table.source_code_location.line_number) == ("/tmp/somewhere/t", str(root / "p.sql"), 1)
+    (flow,) = graph.flows_into("t")
+    assert (flow.name, flow.once, flow.comment, flow.source_code_location.line_number) == (
+        "f", True, "the backfill", 7)
+    assert graph.outputs["m"].private and graph.declared_in["m"] == f"{root / 'p.sql'}:10"

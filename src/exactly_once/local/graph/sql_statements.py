@@ -3,12 +3,12 @@ setting for the flows after it.
 
 Spark's parser (SparkSqlParser, Spark 4.1+'s pipeline grammar) parses what it knows: `CREATE
 STREAMING TABLE` / `CREATE MATERIALIZED VIEW` with their table clauses (COMMENT, TBLPROPERTIES,
-PARTITIONED BY, CLUSTER BY, LOCATION, USING), `CREATE TEMPORARY VIEW`, `CREATE FLOW ... AS
-INSERT INTO ... BY NAME`, `SET`, and every query. What Databricks adds on top is read here and
-blanked out of the text Spark is given (the same length, so Spark's positions stay the file's):
-`OR REFRESH` and `PRIVATE`, `CONSTRAINT name EXPECT (cond) [ON VIOLATION DROP ROW | FAIL
-UPDATE]` in the column list, `INSERT INTO ONCE`, a flow's `COMMENT`; AUTO CDC and APPLY CHANGES
-INTO are sql_auto_cdc.py's. The references:
+PARTITIONED BY, CLUSTER BY, USING), `CREATE TEMPORARY VIEW`, `CREATE FLOW ... AS INSERT INTO
+... BY NAME`, `SET`, and every query. What Databricks adds on top is read here and blanked out
+of the text Spark is given (the same length, so Spark's positions stay the file's): `OR
+REFRESH` and `PRIVATE`, `LOCATION` (which Spark's pipeline grammar refuses), `CONSTRAINT name
+EXPECT (cond) [ON VIOLATION DROP ROW | FAIL UPDATE]` in the column list, `INSERT INTO ONCE`, a
+flow's `COMMENT`; AUTO CDC and APPLY CHANGES INTO are sql_auto_cdc.py's. The references:
 
   https://docs.databricks.com/aws/en/ldp/developer/ldp-sql-ref-create-streaming-table
   https://docs.databricks.com/aws/en/ldp/developer/ldp-sql-ref-create-materialized-view
@@ -30,6 +30,7 @@ from pyspark.errors import ParseException
 from pyspark.sql import SparkSession
 
 from exactly_once.errors import first_line
+from exactly_once.local.engine.sql_parser import quiet_query_context
 from exactly_once.local.graph import sql_auto_cdc
 from exactly_once.local.graph.expectations import DROP, FAIL, WARN, Expectation
 from exactly_once.local.graph.sql_auto_cdc import AutoCdc
@@ -43,6 +44,7 @@ _DATASET = re.compile(r"CREATE\s+(?P<or_refresh>OR\s+REFRESH\s+)?(?P<private>PRI
                       r"(?:STREAMING\s+TABLE|MATERIALIZED\s+VIEW)\s+(?:IF\s+NOT\s+EXISTS\s+)?"
                       rf"{_NAME}\s*(?P<columns>\()?", re.I)
 _CONSTRAINT = re.compile(r"CONSTRAINT\s+(?P<name>`[^`]*`|\w+)\s+EXPECT\s*\(", re.I)
+_LOCATION = re.compile(r"\bLOCATION\s+(?P<path>'(?:[^'\\]|\\.)*')", re.I)
 _VIOLATION = re.compile(r"\s*ON\s+VIOLATION\s+(?P<action>DROP\s+ROW|FAIL\s+UPDATE)", re.I)
 _FLOW = re.compile(rf"CREATE\s+FLOW\s+(?P<name>{_NAME})\s+"
                    r"(?P<comment>COMMENT\s+'(?:[^'\\]|\\.)*'\s+)?AS\s+"
@@ -116,7 +118,8 @@ def parse(spark: SparkSession, statement: Statement) -> Declared:
         return sql_auto_cdc.parse(statement, blanked, 0, None)
     text, extras = _databricks_clauses(spark, statement, blanked, flow)
     try:
-        plan = _parser(spark).parsePlan(text)
+        with quiet_query_context():
+            plan = _parser(spark).parsePlan(text)
     except ParseException as err:
         raise statement.error(f"does not parse: {_located(first_line(err), statement)}") \
             from None
@@ -132,6 +135,7 @@ class _Extras:
     expectations: list[Expectation] = field(default_factory=list)
     once: bool = False
     comment: str | None = None
+    location: str | None = None
 
 
 def _databricks_clauses(spark: SparkSession, statement: Statement, blanked: str,
@@ -161,16 +165,37 @@ def _databricks_clauses(spark: SparkSession, statement: Statement, blanked: str,
                 extras.schema = columns
             else:  # only expectations: no column list for Spark
                 erase(open_at, close + 1)
+        # LOCATION, which Databricks documents and Spark's pipeline grammar refuses.
+        location = _LOCATION.search(blanked, dataset.end(), _query_as(blanked, dataset.end()))
+        if location:
+            extras.location = _string(spark, statement.text[location.start("path"):
+                                                            location.end("path")])
+            erase(location.start(), location.end())
     if flow:
         if flow.group("once"):
             erase(flow.start("once"), flow.end("once"))
             extras.once = True
         if flow.group("comment"):
             literal = statement.text[flow.start("comment"):flow.end("comment")].strip()
-            extras.comment = str(_parser(spark).parseExpression(
-                literal[len("COMMENT"):].strip()).eval(None))
+            extras.comment = _string(spark, literal[len("COMMENT"):].strip())
             erase(flow.start("comment"), flow.end("comment"))
     return "".join(text), extras
+
+
+def _query_as(blanked: str, start: int) -> int:
+    """Where the `AS` before a dataset's query stands (outside parentheses), else the end."""
+    depth = 0
+    for match in re.finditer(r"[()]|\bAS\b", blanked[start:], re.I):
+        token = match.group(0)
+        depth += (token == "(") - (token == ")")
+        if depth == 0 and token.upper() == "AS":
+            return start + match.start()
+    return len(blanked)
+
+
+def _string(spark: SparkSession, literal: str) -> str:
+    """A SQL string literal's value, as Spark reads it."""
+    return str(_parser(spark).parseExpression(literal).eval(None))
 
 
 def _expectations(statement: Statement, blanked: str, open_at: int, close: int, erase: Any,
@@ -251,7 +276,7 @@ def _table(statement: Statement, text: str, plan: Any, kind: str, extras: _Extra
         kind=STREAMING_TABLE if streaming else MATERIALIZED_VIEW, name=name, query=query,
         private=extras.private, comment=_option(spec.comment()),
         properties=_map(spec.properties()), partition_cols=partitions or None,
-        cluster_by=clustering or None, schema=extras.schema, path=_option(spec.location()),
+        cluster_by=clustering or None, schema=extras.schema, path=extras.location,
         expectations=tuple(extras.expectations))
 
 
