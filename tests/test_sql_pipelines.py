@@ -110,7 +110,7 @@ CREATE FLOW backfill_ids AS INSERT INTO ONCE all_ids BY NAME SELECT id FROM seed
 
 SET spark.sql.session.timeZone = Asia/Tokyo;
 CREATE OR REFRESH MATERIALIZED VIEW tokyo_hour AS
-  SELECT hour(TIMESTAMP '2025-01-01 00:00:00 UTC') AS hour;
+  SELECT hour(TIMESTAMP '2025-01-01 00:00:00 UTC') AS hour, count(*) AS seeds FROM seed_ids;
 '''
 
 # https://docs.databricks.com/aws/en/ldp/developer/ldp-sql-ref-apply-changes-into: SCD1 by
@@ -222,7 +222,8 @@ def test_flows_insert_by_name_and_once(spark, sql_run):
 
 def test_set_gives_the_following_flows_their_spark_conf(spark, sql_run):
     _, warehouse, _ = sql_run
-    assert rows(spark, warehouse / "tokyo_hour", "hour") == [(9,)]
+    # Its read of a pipeline dataset is made in the flow's own session (a clone with the SET).
+    assert rows(spark, warehouse / "tokyo_hour", "hour") == [(9, 2)]
     assert spark.conf.get("spark.sql.session.timeZone") != "Asia/Tokyo"
 
 
@@ -302,6 +303,9 @@ REFUSED = {
                                     "KEYS (id) SEQUENCE BY seq SYSTEM SEQUENCE BY ts;", 1,
                                     "`CREATE FLOW f AS AUTO CDC ...`: SYSTEM SEQUENCE "
                                     "BY is not supported by the local runtime"),
+    "temporary_view_columns": ("CREATE TEMPORARY VIEW v (a COMMENT 'x') AS SELECT 1 AS a;", 1,
+                               "dataset `v`: `CREATE TEMPORARY VIEW v (a COMMENT ...`: a column "
+                               "list on a temporary view is not supported by the local runtime"),
     "row_filter": ("CREATE OR REFRESH STREAMING TABLE t WITH ROW FILTER f ON (id)\n"
                    "AS SELECT * FROM STREAM(s);", 1,
                    "`CREATE OR REFRESH STREAMING TABLE t ...`: WITH ROW FILTER needs a "
@@ -365,3 +369,26 @@ def test_statements_register_what_the_python_api_registers(spark, tmp_path):
     assert (flow.name, flow.once, flow.comment, flow.source_code_location.line_number) == (
         "f", True, "the backfill", 7)
     assert graph.outputs["m"].private and graph.declared_in["m"] == f"{root / 'p.sql'}:10"
+
+
+def test_a_query_of_the_wrong_kind_is_refused_by_dry_run(in_session, tmp_path, capsys):
+    # "If the ONCE option is not provided, the query must be a streaming query" (create flow;
+    # a streaming table's query likewise); a materialized view reads batches.
+    root = write_pipeline(tmp_path, src_py="""
+        from pyspark import pipelines as dp
+
+        @dp.materialized_view
+        def base():
+            return spark.createDataFrame([(1,)], "id INT")
+        """, p_sql="""
+        CREATE OR REFRESH STREAMING TABLE from_a_batch AS SELECT * FROM base;
+
+        CREATE OR REFRESH MATERIALIZED VIEW of_a_stream AS SELECT * FROM STREAM(base);
+        """)
+    code, errors, _ = dry_run(root, capsys)
+    sql = root / "p.sql"
+    assert (code, set(errors)) == (1, {
+        f"{sql}:1: dataset `from_a_batch`: `from_a_batch` is written by a streaming query: read "
+        "its sources with STREAM(name) (a flow that reads a batch is INSERT INTO ONCE)",
+        f"{sql}:3: dataset `of_a_stream`: materialized view `of_a_stream` reads batches: FROM "
+        "name, not STREAM(name)"})

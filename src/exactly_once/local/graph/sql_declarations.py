@@ -20,6 +20,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
+from exactly_once.errors import DeclarationError
 from exactly_once.local.auto_cdc.spec import AutoCdcDeclarations
 from exactly_once.local.graph import dataset_declarations, expectations, source_locations
 from exactly_once.local.graph.expectations import DROP, FAIL, WARN
@@ -68,7 +69,9 @@ def _declare(graph: PipelineGraph, statement: Statement, declared: Declared,
             **declared.arguments)
     elif isinstance(declared, InsertFlow):
         flows.append_flow(target=declared.target, name=declared.name, once=declared.once,
-                          spark_conf=conf, comment=declared.comment)(_function(declared.query))
+                          spark_conf=conf, comment=declared.comment,
+                          )(_function(declared.query, declared.target,
+                                      streams=None if declared.once else True))
     elif declared.kind == STREAMING_TABLE:
         _streaming_table(declared, conf, flows)
     elif declared.kind == MATERIALIZED_VIEW:
@@ -78,12 +81,12 @@ def _declare(graph: PipelineGraph, statement: Statement, declared: Declared,
             table_properties=declared.properties, path=declared.path,
             partition_cols=declared.partition_cols, cluster_by=declared.cluster_by,
             schema=declared.schema, private=declared.private,
-        ))(_function(declared.query, declared))
+        ))(_function(declared.query, declared.name, declared, streams=False))
     else:
         assert declared.query is not None
         _declarator(dataset_declarations.temporary_view(
             name=declared.name, comment=declared.comment, spark_conf=conf,
-        ))(_function(declared.query))
+        ))(_function(declared.query, declared.name))
     return conf
 
 
@@ -100,7 +103,7 @@ def _streaming_table(declared: Dataset, conf: dict[str, str], flows: FlowDeclara
         expect_all_or_drop=rules[DROP] or None, expect_all_or_fail=rules[FAIL] or None)
     if declared.query is not None:
         flows.append_flow(target=declared.name, name=declared.name,
-                          spark_conf=conf)(_function(declared.query))
+                          spark_conf=conf)(_function(declared.query, declared.name, streams=True))
 
 
 def _declarator(decorator: Callable[[Any], None] | None) -> Callable[[Any], None]:
@@ -109,10 +112,22 @@ def _declarator(decorator: Callable[[Any], None] | None) -> Callable[[Any], None
     return decorator
 
 
-def _function(query: Query, declared: Dataset | None = None) -> Callable[[], DataFrame]:
-    """The flow function of `query`; with the dataset's expectations, in the order written."""
+def _function(query: Query, target: str, declared: Dataset | None = None,
+              streams: bool | None = None) -> Callable[[], DataFrame]:
+    """The flow function of `query` into `target`; with the dataset's expectations, in the
+    order written. `streams`: whether the query must be a stream (a streaming table's, a flow's
+    without ONCE: "the query must be a streaming query"), a batch (a materialized view's), or
+    either (a view's, a ONCE flow's, whose own check is the runtime's)."""
     def sql_query() -> DataFrame:
-        return query.build()
+        df = query.build()
+        if streams is True and not df.isStreaming:
+            raise DeclarationError(f"`{target}` is written by a streaming query: read its "
+                                   "sources with STREAM(name) (a flow that reads a batch is "
+                                   "INSERT INTO ONCE)", dataset=target)
+        if streams is False and df.isStreaming:
+            raise DeclarationError(f"materialized view `{target}` reads batches: FROM name, "
+                                   "not STREAM(name)", dataset=target)
+        return df
 
     function: Any = sql_query
     for expectation in reversed(declared.expectations if declared else ()):
