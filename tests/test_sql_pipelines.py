@@ -282,6 +282,10 @@ REFUSED = {
                     "`CREATE VIEW v AS SELECT 1 ...`: CREATE VIEW publishes the view in Unity "
                     "Catalog, which the local runtime does not have; declare CREATE TEMPORARY "
                     "VIEW"),
+    "legacy_live": ("CREATE OR REFRESH STREAMING LIVE TABLE t AS SELECT * FROM STREAM(s);", 1,
+                    "`CREATE OR REFRESH STREAMING LIVE TABLE ...`: the older LIVE syntax is "
+                    "not supported by the local runtime; write CREATE OR REFRESH STREAMING "
+                    "TABLE, MATERIALIZED VIEW or CREATE TEMPORARY VIEW"),
     "use_schema": ("-- a comment\n/* another */\nUSE SCHEMA other;", 3,
                    "`USE SCHEMA other`: USE is not supported by the local runtime, which has "
                    "one schema"),

@@ -54,6 +54,10 @@ _REFUSED = (
     (re.compile(r"CREATE\s+(?:OR\s+REPLACE\s+)?SINK\b", re.I),
      "CREATE SINK is not pipeline SQL Databricks documents; declare a sink with "
      "dp.create_sink in Python"),
+    (re.compile(r"CREATE\s+(?:OR\s+REFRESH\s+)?(?:TEMPORARY\s+)?(?:STREAMING\s+)?LIVE\s+"
+                r"(?:TABLE|VIEW)\b", re.I),
+     "the older LIVE syntax is not supported by the local runtime; write CREATE OR REFRESH "
+     "STREAMING TABLE, MATERIALIZED VIEW or CREATE TEMPORARY VIEW"),
     (re.compile(r"USE\b", re.I),
      "USE is not supported by the local runtime, which has one schema"),
     (re.compile(r"CREATE\s+(?:OR\s+REFRESH\s+)?(?:PRIVATE\s+)?(?:STREAMING\s+TABLE|"
