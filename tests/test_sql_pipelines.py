@@ -396,3 +396,40 @@ def test_a_query_of_the_wrong_kind_is_refused_by_dry_run(in_session, tmp_path, c
         "its sources with STREAM(name) (a flow that reads a batch is INSERT INTO ONCE)",
         f"{sql}:3: dataset `of_a_stream`: materialized view `of_a_stream` reads batches: FROM "
         "name, not STREAM(name)"})
+
+
+def test_auto_cdc_clauses_are_create_auto_cdc_flow_s_arguments(spark, tmp_path):
+    """Loaded only: every clause of AUTO CDC INTO
+    (https://docs.databricks.com/aws/dlt-ref/dlt-sql-ref-apply-changes-into, and IGNORE NULL
+    UPDATES ON of https://docs.databricks.com/aws/en/sql/language-manual/sql-ref-syntax-ddl-create-streaming-table-auto-cdc)
+    as the argument create_auto_cdc_flow takes."""
+    from exactly_once.local.graph.loader import load_graph
+
+    root = write_pipeline(tmp_path, p_sql="""
+        CREATE TEMPORARY VIEW changes AS
+          SELECT * FROM STREAM(LIVE.feed);
+        CREATE OR REFRESH STREAMING TABLE feed AS
+          SELECT id, name, seq, op FROM STREAM(outside_the_pipeline);
+        CREATE OR REFRESH STREAMING TABLE current
+          TBLPROPERTIES ('pipelines.cdc.tombstoneGCThresholdInSeconds' = '3153600000');
+        CREATE OR REFRESH STREAMING TABLE history;
+
+        CREATE FLOW to_current AS AUTO CDC INTO current FROM STREAM(changes) KEYS (id)
+          IGNORE NULL UPDATES APPLY AS DELETE WHEN op = 'D' APPLY AS TRUNCATE WHEN op = 'T'
+          SEQUENCE BY seq COLUMNS id, name STORED AS SCD TYPE 1;
+        CREATE FLOW to_history AS AUTO CDC INTO history FROM STREAM changes KEYS (id)
+          IGNORE NULL UPDATES ON * EXCEPT (name) SEQUENCE BY struct(seq, op)
+          COLUMNS * EXCEPT (op) STORED AS SCD TYPE 2 TRACK HISTORY ON (name);
+        """)
+    graph = load_graph(spark, [root / "p.sql"])
+    current, history = graph.auto_cdc_flows
+    assert (current.name, current.target, current.source, current.keys) == (
+        "to_current", "current", "changes", ("id",))
+    assert (current.ignore_null_updates, str(current.apply_as_deletes),
+            str(current.apply_as_truncates), str(current.sequence_by), current.column_list,
+            current.stored_as_scd_type) == (
+        True, "Column<'op = 'D''>", "Column<'op = 'T''>", "Column<'seq'>", ("id", "name"), 1)
+    assert (history.ignore_null_updates_except_column_list, str(history.sequence_by),
+            history.except_column_list, history.stored_as_scd_type,
+            history.track_history_column_list) == (
+        ("name",), "Column<'struct(seq, op)'>", ("op",), 2, ("name",))
