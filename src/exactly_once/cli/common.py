@@ -114,7 +114,7 @@ def analyze_pipelines(args: argparse.Namespace) -> Analysis:
     settings = dataclasses.replace(settings, source=resolve_source(settings.source))
     files = pipeline_files(args.pipelines) if args.pipelines.is_dir() else []
     if not files:
-        raise CliError(f"no pipeline files (*.py) in {args.pipelines}")
+        raise CliError(f"no pipeline files (*.py, *.sql) in {args.pipelines}")
     with tempfile.TemporaryDirectory(prefix="exactly-once-") as scratch:
         spark = session.build_session(Path(scratch), log_level="OFF", jvm_log=SPARK_LOG)
         try:

@@ -5,12 +5,33 @@ analysis."""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from pyspark.errors import ParseException
 from pyspark.sql import SparkSession
 from pyspark.sql.types import DataType, _parse_datatype_json_string
+
+# pyspark logs each parse or analysis error with its query context before raising it: the
+# one-line problem the runtime makes of it says it already.
+_QUERY_CONTEXT_LOGGERS = ("DataFrameQueryContextLogger", "SQLQueryContextLogger")
+
+
+@contextmanager
+def quiet_query_context() -> Iterator[None]:
+    """While inside, pyspark does not log the query context of the errors it raises."""
+    loggers = [logging.getLogger(name) for name in _QUERY_CONTEXT_LOGGERS]
+    saved = [logger.disabled for logger in loggers]
+    for logger in loggers:
+        logger.disabled = True
+    try:
+        yield
+    finally:
+        for logger, was in zip(loggers, saved, strict=True):
+            logger.disabled = was
 
 
 def parse_error(sql: str) -> ParseException | None:

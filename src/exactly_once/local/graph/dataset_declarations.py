@@ -35,14 +35,12 @@ from pyspark.errors import AnalysisException, ParseException
 from pyspark.pipelines.flow import Flow
 from pyspark.pipelines.graph_element_registry import get_active_graph_element_registry
 from pyspark.pipelines.output import MaterializedView, StreamingTable, TemporaryView
-from pyspark.pipelines.source_code_location import (
-    SourceCodeLocation,
-    get_caller_source_code_location,
-)
+from pyspark.pipelines.source_code_location import SourceCodeLocation
 from pyspark.sql.types import StructField, StructType
 
 from exactly_once.errors import DeclarationError, GraphError, first_line
 from exactly_once.local.engine.sql_parser import parse_table_schema
+from exactly_once.local.graph import source_locations
 from exactly_once.local.graph.expectations import DROP, FAIL, WARN, Expectation
 from exactly_once.local.storage.table_definition import COMMENT, GENERATED
 
@@ -271,7 +269,7 @@ def table(query_function: QueryFunction | None = None, *, name: str | None = Non
           cluster_by: list[str] | None = None, schema: StructType | str | None = None,
           row_filter: str | None = None, private: bool = False) -> Decorator | None:
     """A streaming table over a streaming query; over a batch query, a materialized view."""
-    location = get_caller_source_code_location(stacklevel=1)
+    location = source_locations.caller(stacklevel=1)
 
     def declare(function: QueryFunction) -> None:
         declaring = _Declaring("table", _dataset("table", name, function))
@@ -298,7 +296,7 @@ def materialized_view(query_function: QueryFunction | None = None, *, name: str 
                       private: bool = False) -> Decorator | None:
     """A materialized view: recomputed in full at each update, which is what the refresh
     policies `auto` (the default) and `full` allow."""
-    location = get_caller_source_code_location(stacklevel=1)
+    location = source_locations.caller(stacklevel=1)
 
     def declare(function: QueryFunction) -> None:
         declaring = _Declaring("materialized_view", _dataset("materialized_view", name, function))
@@ -329,7 +327,7 @@ def temporary_view(query_function: QueryFunction | None = None, *, name: str | N
                    comment: str | None = None,
                    spark_conf: dict[str, str] | None = None) -> Decorator | None:
     """A view of the pipeline: its query, inlined into each query that reads it."""
-    location = get_caller_source_code_location(stacklevel=1)
+    location = source_locations.caller(stacklevel=1)
 
     def declare(function: QueryFunction) -> None:
         declaring = _Declaring("temporary_view", _dataset("temporary_view", name, function))
@@ -370,7 +368,7 @@ def create_streaming_table(name: str, *, comment: str | None = None,
                            path=path, partition_cols=partition_cols,
                            cluster_by_auto=cluster_by_auto, cluster_by=cluster_by, schema=schema,
                            row_filter=row_filter, private=False),
-        source_code_location=get_caller_source_code_location(stacklevel=1),
+        source_code_location=source_locations.caller(stacklevel=1),
         expectations=tuple(expectations),
         spark_conf=declaring.strings("spark_conf", spark_conf)))
 

@@ -17,9 +17,7 @@ per dataset whose query does not analyze. A dataset that reads a broken one is n
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,6 +36,7 @@ from exactly_once.local.auto_cdc.from_snapshot.spec import SnapshotCdcSpec
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.auto_cdc.writer import scd_type_of
 from exactly_once.local.engine import pipeline_session, update_settings
+from exactly_once.local.engine.sql_parser import quiet_query_context
 from exactly_once.local.graph import dp_extensions
 from exactly_once.local.graph.dataflow import (
     APPEND,
@@ -57,10 +56,6 @@ from exactly_once.local.graph.loader import run_file
 from exactly_once.local.graph.reads import resolved_reads
 from exactly_once.local.graph.registry import PipelineGraph
 from exactly_once.settings.pipeline import Settings
-
-# pyspark logs each analysis error with its DataFrame context before raising it: the problem
-# line says it already.
-_QUERY_CONTEXT_LOGGERS = ("DataFrameQueryContextLogger", "SQLQueryContextLogger")
 
 
 @dataclass(frozen=True)
@@ -255,7 +250,7 @@ def analyze(spark: SparkSession, settings: Settings, files: Sequence[Path]) -> A
         analyzer = _Analyzer(spark, graph, graph.declared_in)
         # A dataset with a problem of its declaration is not analyzed: its problem is reported.
         analyzer.failed.update(p.dataset for p in problems if p.dataset)
-        with _quiet_query_context(), resolved_reads(analyzer.resolve):
+        with quiet_query_context(), resolved_reads(analyzer.resolve):
             for name in graph.outputs:
                 try:
                     analyzer.dataset(name)
@@ -348,15 +343,3 @@ def _analyze_expression(spec: AutoCdcSpec, source: DataFrame, arg: str, column: 
         raise GraphError(f"AUTO CDC flow `{spec.name}`: {arg} does not analyze against "
                          f"`{spec.source}`: {first_line(err)}") from None
 
-
-@contextmanager
-def _quiet_query_context() -> Iterator[None]:
-    loggers = [logging.getLogger(name) for name in _QUERY_CONTEXT_LOGGERS]
-    saved = [logger.disabled for logger in loggers]
-    for logger in loggers:
-        logger.disabled = True
-    try:
-        yield
-    finally:
-        for logger, was in zip(loggers, saved, strict=True):
-            logger.disabled = was

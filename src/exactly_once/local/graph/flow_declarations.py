@@ -24,7 +24,6 @@ from typing import Any
 
 from pyspark.pipelines.flow import Flow, QueryFunction
 from pyspark.pipelines.output import Sink
-from pyspark.pipelines.source_code_location import get_caller_source_code_location
 from pyspark.sql import DataFrame
 from pyspark.sql.types import (
     ArrayType,
@@ -37,6 +36,7 @@ from pyspark.sql.types import (
 
 from exactly_once.errors import DeclarationError, FlowError
 from exactly_once.kafka.sink_transactions import RUNTIME_SETTINGS, refused_setting
+from exactly_once.local.graph import source_locations
 
 DELTA, KAFKA = "delta", "kafka"
 # The Delta writer options a sink's writes carry for their exactly-once markers
@@ -84,7 +84,7 @@ class FlowDeclarations:
             raise error(f"spark_conf must be a dict of Spark settings, got {spark_conf!r}")
         if comment is not None and not isinstance(comment, str):
             raise error(f"comment must be a string, got {comment!r}")
-        location = get_caller_source_code_location(stacklevel=1)
+        location = source_locations.caller(stacklevel=1)
         conf = {str(key): str(value) for key, value in (spark_conf or {}).items()}
 
         def outer(func: QueryFunction) -> None:
@@ -112,8 +112,7 @@ class FlowDeclarations:
         else:
             raise error(f"format must be 'delta' or 'kafka', got {format!r}")
         self.register_sink(Sink(name=name, comment=None, format=format, options=given,
-                                source_code_location=get_caller_source_code_location(
-                                    stacklevel=1)))
+                                source_code_location=source_locations.caller(stacklevel=1)))
 
 
 def _check_delta_options(options: dict[str, str],

@@ -6,6 +6,9 @@ legacy `dlt` module (legacy_dlt.py) to the file alone. Its functions travel to P
 by value (a UDF, registered as the file loads or used in a flow): no worker could import the
 file by its name.
 
+A `.sql` file's statements become the same declarations (sql_declarations.py), each located at
+its file and line.
+
 A mistake in a file is a `DeclarationError` naming the file (and the dataset, when it is about
 one), whether the file raised it while it ran or the graph found it once every file had run:
 `run` stops at the first, `dry-run` (dry_run.py) collects them all, in the same words.
@@ -26,10 +29,11 @@ from pyspark.sql import SparkSession
 
 from exactly_once.errors import DeclarationError, PipelineFileError, first_line
 from exactly_once.local.engine import pipeline_session
-from exactly_once.local.graph import dp_extensions, legacy_dlt
+from exactly_once.local.graph import dp_extensions, legacy_dlt, sql_declarations
 from exactly_once.local.graph.registry import PipelineGraph
 
 MODULE = "__pipeline__"  # the name a pipeline file runs as
+SQL = ".sql"  # a pipeline SQL file (sql_declarations.py); every other file is Python
 
 
 def load_graph(spark: SparkSession, files: Iterable[Path]) -> PipelineGraph:
@@ -45,12 +49,15 @@ def load_graph(spark: SparkSession, files: Iterable[Path]) -> PipelineGraph:
 
 
 def run_file(spark: SparkSession, graph: PipelineGraph, path: Path) -> None:
-    """One pipeline file, as Databricks runs it: `spark` a global, declarations going to the
-    active registry, `graph`, which notes that `path` declared them. Whatever the file raises is
-    a DeclarationError naming it: an error of its own (an import that fails...) as a
-    PipelineFileError with the error's type and first line."""
+    """One pipeline file, as Databricks runs it (a SQL file: sql_declarations.py): `spark` a
+    global, declarations going to the active registry, `graph`, which notes that `path` declared
+    them. Whatever the file raises is a DeclarationError naming it: an error of its own (an
+    import that fails...) as a PipelineFileError with the error's type and first line."""
     graph.loading = shown(path)
     try:
+        if path.suffix == SQL:
+            sql_declarations.run_sql_file(spark, graph, path, shown(path))
+            return
         with _module(path) as module:
             module.__dict__.update(spark=pipeline_session.SessionView(spark),
                                    __builtins__=legacy_dlt.file_builtins())
