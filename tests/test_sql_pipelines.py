@@ -108,6 +108,12 @@ CREATE FLOW live_ids COMMENT 'the feed' AS INSERT INTO all_ids BY NAME
   SELECT id FROM STREAM(orders_clean);
 CREATE FLOW backfill_ids AS INSERT INTO ONCE all_ids BY NAME SELECT id FROM seed_ids;
 
+-- https://docs.databricks.com/aws/en/ldp/developer/ldp-sql-ref-create-view: a view, published,
+-- which the pipeline reads too.
+CREATE VIEW large_orders COMMENT 'Orders over 10.' TBLPROPERTIES ('quality' = 'gold')
+AS SELECT id, amount FROM LIVE.orders_clean WHERE amount > 10;
+CREATE OR REFRESH MATERIALIZED VIEW large_order_count AS SELECT count(*) AS n FROM large_orders;
+
 SET spark.sql.session.timeZone = Asia/Tokyo;
 CREATE OR REFRESH MATERIALIZED VIEW tokyo_hour AS
   SELECT hour(TIMESTAMP '2025-01-01 00:00:00 UTC') AS hour, count(*) AS seeds FROM seed_ids;
@@ -277,11 +283,17 @@ REFUSED = {
                     "CREATE SINK s USING delta OPTIONS (path '/tmp/s');", 2,
                     "`CREATE SINK s USING delta OPTIONS ...`: CREATE SINK is not pipeline SQL "
                     "Databricks documents; declare a sink with dp.create_sink in Python"),
-    # A persisted view is published in Unity Catalog.
-    "create_view": ("CREATE VIEW v AS SELECT 1 AS x;", 1,
-                    "`CREATE VIEW v AS SELECT 1 ...`: CREATE VIEW publishes the view in Unity "
-                    "Catalog, which the local runtime does not have; declare CREATE TEMPORARY "
-                    "VIEW"),
+    # A view is published: it reads no stream ("Views cannot have streaming queries"), and
+    # no expectations ("CONSTRAINT clause form of expectations are not supported").
+    "view_of_a_stream": ("CREATE VIEW v AS SELECT * FROM STREAM(s);", 1,
+                         "dataset `v`: `CREATE VIEW v AS SELECT * ...`: a CREATE VIEW reads "
+                         "tables and views (Databricks: \"views cannot have streaming "
+                         "queries\"); a view over read_files is not supported by the local "
+                         "runtime, declare a materialized view"),
+    "view_with_an_expectation": ("CREATE VIEW v (CONSTRAINT c EXPECT (x > 0)) AS SELECT 1 AS x;",
+                                 1, "`CREATE VIEW v (CONSTRAINT c EXPECT ...`: a CREATE "
+                                 "VIEW has no CONSTRAINT ... EXPECT (Databricks: expectations "
+                                 "are not supported on views)"),
     "legacy_live": ("CREATE OR REFRESH STREAMING LIVE TABLE t AS SELECT * FROM STREAM(s);", 1,
                     "`CREATE OR REFRESH STREAMING LIVE TABLE ...`: the older LIVE syntax is "
                     "not supported by the local runtime; write CREATE OR REFRESH STREAMING "
@@ -330,6 +342,30 @@ def test_dry_run_refuses_in_one_line_naming_file_line_and_statement(in_session, 
     code, errors, _ = dry_run(root, capsys)
     assert code == 1
     assert errors == [f"{root / 'p.sql'}:{line}: {message}"]
+
+
+def test_a_view_is_published_over_the_tables_it_reads(spark, sql_run):
+    """CREATE VIEW: the pipeline reads it (large_order_count) and it is published, with its
+    comment and properties, over the tables as the update left them."""
+    _, warehouse, _ = sql_run
+    assert rows(spark, warehouse / "large_order_count", "n") == [(2,)]
+    assert sorted(tuple(r) for r in spark.table("large_orders").collect()) == [(2, 20), (3, 30)]
+    described = {r.col_name: r.data_type for r in
+                 spark.sql("DESCRIBE TABLE EXTENDED large_orders").collect()}
+    assert described["Comment"] == "Orders over 10."
+    assert "quality=gold" in described["Table Properties"]
+    assert not (warehouse / "large_orders").exists()  # a view holds no data
+
+
+def test_a_view_reads_only_what_is_published(in_session, tmp_path, capsys):
+    root = write_pipeline(tmp_path, p_sql="""
+        CREATE TEMPORARY VIEW t AS SELECT 1 AS x;
+        CREATE VIEW v AS SELECT x FROM t;
+        """)
+    code, errors, _ = dry_run(root, capsys)
+    assert (code, errors) == (1, [f"{root / 'p.sql'}:2: dataset `v`: view `v` reads `t`, which "
+                                  "the pipeline does not publish (a temporary view or a private "
+                                  "table): a view is published, and reads what is"])
 
 
 def test_a_mistake_of_a_sql_dataset_names_its_file_line_and_dataset(in_session, tmp_path,

@@ -117,6 +117,10 @@ class PipelineUpdate:
             if first_error is not None:
                 raise first_error
             self.warehouse.end_reset()  # every reset table is recomputed
+            with timeline.span(UPDATE, "publish views"):  # over the tables, now up to date
+                for view in self.graph.published_views():
+                    self.warehouse.publish_view(self.spark, view.name, view.definition,
+                                                view.comment, view.table_properties)
             with timeline.span(UPDATE, "row counts"):
                 self.result.table_rows = {name: self.warehouse.row_count(self.spark, name)
                                           for name in tables}

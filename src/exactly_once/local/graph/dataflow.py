@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pyspark.pipelines.output import MaterializedView, Output, Sink, StreamingTable, TemporaryView
 
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
+from exactly_once.local.graph.dataset_declarations import PublishedView
 
 STREAMING_TABLE, MATERIALIZED_VIEW = "streaming table", "materialized view"
 TEMPORARY_VIEW, VIEW, SINK = "temporary view", "view", "sink"
@@ -25,6 +26,8 @@ def dataset_kind(output: Output) -> str:
         return STREAMING_TABLE
     if isinstance(output, MaterializedView):
         return MATERIALIZED_VIEW
+    if isinstance(output, PublishedView):
+        return VIEW
     if isinstance(output, TemporaryView):
         return TEMPORARY_VIEW
     if isinstance(output, Sink):

@@ -79,6 +79,19 @@ class DeclaredMaterializedView(MaterializedView, DatabricksArguments):
     """`@dp.materialized_view`."""
 
 
+@dataclass(frozen=True, kw_only=True)
+class PublishedView(TemporaryView):
+    """SQL's `CREATE VIEW` (https://docs.databricks.com/aws/en/ldp/developer/ldp-sql-ref-create-view):
+    in the pipeline a view as a temporary view is, inlined into each query that reads it; after
+    an update it is also published in the session catalog as a view over the tables it reads
+    (`definition`, its query with each read named as published), with its comment and
+    properties."""
+
+    table_properties: Mapping[str, str] = field(default_factory=dict)
+    definition: str = ""
+    reads: tuple[str, ...] = ()  # the pipeline datasets or catalog tables it reads
+
+
 @dataclass(frozen=True)
 class _Declaring:
     """One call of a declaration, for its one-line errors: `table: <what is wrong>`."""
@@ -339,6 +352,23 @@ def temporary_view(query_function: QueryFunction | None = None, *, name: str | N
         registry.register_flow(_flow(declaring.dataset, conf, location, function))
 
     return _decorator(query_function, declare)
+
+
+def published_view(name: str, *, comment: str | None, table_properties: Mapping[str, str],
+                   definition: str, reads: tuple[str, ...], spark_conf: Mapping[str, str]
+                   ) -> Callable[[QueryFunction], None]:
+    """A view the pipeline publishes (SQL's CREATE VIEW; Python has no such declaration)."""
+    location = source_locations.caller(stacklevel=1)
+
+    def declare(function: QueryFunction) -> None:
+        properties = _Declaring("CREATE VIEW", name).strings("TBLPROPERTIES", table_properties)
+        registry = get_active_graph_element_registry()
+        registry.register_output(PublishedView(
+            name=name, comment=comment, source_code_location=location,
+            table_properties=properties, definition=definition, reads=reads))
+        registry.register_flow(_flow(name, spark_conf, location, function))
+
+    return declare
 
 
 def create_streaming_table(name: str, *, comment: str | None = None,

@@ -30,7 +30,7 @@ from exactly_once.errors import DeclarationError, GraphError
 from exactly_once.local.auto_cdc.from_snapshot.spec import SnapshotCdcSpec
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.graph import expectations
-from exactly_once.local.graph.dataset_declarations import DeclaredStreamingTable
+from exactly_once.local.graph.dataset_declarations import DeclaredStreamingTable, PublishedView
 from exactly_once.local.storage.table_definition import TableDefinition
 from exactly_once.table_properties import TOMBSTONE_GC_NEVER_SECONDS, tombstone_gc_seconds
 
@@ -179,6 +179,7 @@ class PipelineGraph(GraphElementRegistry):
                 yield self._error(f"dataset `{name}` has no flow", name)
         yield from self._tombstone_problems()
         yield from self._auto_cdc_target_problems()
+        yield from self._published_view_problems()
         for name, output in self.outputs.items():
             try:
                 table_properties.check(getattr(output, "table_properties", None) or {}, name)
@@ -260,6 +261,22 @@ class PipelineGraph(GraphElementRegistry):
                 yield self._error(f"create_streaming_table: a declared schema on the target of "
                                   f"AUTO CDC flow `{spec.name}` is not supported by the local "
                                   "runtime", spec.target)
+
+    def published_views(self) -> list[PublishedView]:
+        return [o for o in self.outputs.values() if isinstance(o, PublishedView)]
+
+    def _published_view_problems(self) -> Iterator[GraphError]:
+        """A published view reads what is published too: a view of the catalog cannot name
+        the pipeline's temporary views or private tables."""
+        for view in self.published_views():
+            for name in view.reads:
+                read = self.outputs.get(name)
+                hidden = (isinstance(read, TemporaryView) and not isinstance(read, PublishedView)
+                          or bool(getattr(read, "private", False)))
+                if hidden:
+                    yield self._error(f"view `{view.name}` reads `{name}`, which the pipeline "
+                                      "does not publish (a temporary view or a private table): "
+                                      "a view is published, and reads what is", view.name)
 
     def _tombstone_problems(self) -> Iterator[GraphError]:
         """An SCD2 journal keeps every delete; an SCD1 table over the same changes whose

@@ -32,6 +32,7 @@ from exactly_once.local.graph.sql_queries import Query
 from exactly_once.local.graph.sql_statements import (
     MATERIALIZED_VIEW,
     STREAMING_TABLE,
+    VIEW,
     Dataset,
     Declared,
     InsertFlow,
@@ -82,6 +83,8 @@ def _declare(graph: PipelineGraph, statement: Statement, declared: Declared,
             partition_cols=declared.partition_cols, cluster_by=declared.cluster_by,
             schema=declared.schema, private=declared.private,
         ))(_function(declared.query, declared.name, declared, streams=False))
+    elif declared.kind == VIEW:
+        _published_view(statement, declared, conf)
     else:
         assert declared.query is not None
         _declarator(dataset_declarations.temporary_view(
@@ -104,6 +107,21 @@ def _streaming_table(declared: Dataset, conf: dict[str, str], flows: FlowDeclara
     if declared.query is not None:
         flows.append_flow(target=declared.name, name=declared.name,
                           spark_conf=conf)(_function(declared.query, declared.name, streams=True))
+
+
+def _published_view(statement: Statement, declared: Dataset, conf: dict[str, str]) -> None:
+    """CREATE VIEW: a view the pipeline's queries inline, published after each update."""
+    assert declared.query is not None
+    definition = declared.query.published_text()
+    if definition is None:
+        raise statement.error("a CREATE VIEW reads tables and views (Databricks: \"views cannot "
+                              "have streaming queries\"); a view over read_files is not "
+                              "supported by the local runtime, declare a materialized view",
+                              dataset=declared.name)
+    dataset_declarations.published_view(
+        declared.name, comment=declared.comment, table_properties=declared.properties,
+        definition=definition, reads=declared.query.read_names(), spark_conf=conf,
+    )(_function(declared.query, declared.name, streams=False))
 
 
 def _declarator(decorator: Callable[[Any], None] | None) -> Callable[[Any], None]:

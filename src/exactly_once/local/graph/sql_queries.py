@@ -68,6 +68,28 @@ class Query:
                 spark.catalog.dropTempView(view)
 
 
+    def published_text(self) -> str | None:
+        """The query as a view of the catalog keeps it: each read naming its dataset or table
+        as published (`LIVE.` dropped); None when it reads a stream or files, which a view of
+        the catalog cannot."""
+        pieces, last = [], 0
+        for read in self.reads:
+            if read.streaming or read.files is not None:
+                return None
+            parts = [p.strip().strip("`") for p in read.name.split(".")]
+            if len(parts) > 1 and parts[0].lower() == "live":
+                parts = parts[1:]
+            pieces += [self.text[last:read.start],
+                       ".".join(f"`{p.replace('`', '``')}`" for p in parts)]
+            last = read.end
+        return "".join([*pieces, self.text[last:]])
+
+    def read_names(self) -> tuple[str, ...]:
+        """The names the query reads, `LIVE.` dropped."""
+        return tuple(re.sub(r"^live\.", "", r.name, flags=re.I) for r in self.reads
+                     if r.files is None)
+
+
 def _read(spark: SparkSession, read: Read) -> DataFrame:
     if read.files is not None:
         path, options = read.files

@@ -39,6 +39,7 @@ from exactly_once.local.graph.sql_queries import Query, query_of, query_start
 
 STREAMING_TABLE, MATERIALIZED_VIEW, TEMPORARY_VIEW = ("streaming table", "materialized view",
                                                       "temporary view")
+VIEW = "view"  # CREATE VIEW: published, https://docs.databricks.com/aws/en/ldp/developer/ldp-sql-ref-create-view
 _NAME = r"(?:`[^`]*`|[\w.]+)"
 _DATASET = re.compile(r"CREATE\s+(?P<or_refresh>OR\s+REFRESH\s+)?(?P<private>PRIVATE\s+)?"
                       r"(?:STREAMING\s+TABLE|MATERIALIZED\s+VIEW)\s+(?:IF\s+NOT\s+EXISTS\s+)?"
@@ -58,6 +59,10 @@ _REFUSED = (
                 r"(?:TABLE|VIEW)\b", re.I),
      "the older LIVE syntax is not supported by the local runtime; write CREATE OR REFRESH "
      "STREAMING TABLE, MATERIALIZED VIEW or CREATE TEMPORARY VIEW"),
+    (re.compile(r"CREATE\s+(?:OR\s+REPLACE\s+)?VIEW\b[^;]*?\bCONSTRAINT\s+\S+\s+EXPECT\b",
+                re.I | re.S),
+     "a CREATE VIEW has no CONSTRAINT ... EXPECT (Databricks: expectations are not supported "
+     "on views)"),
     (re.compile(r"USE\b", re.I),
      "USE is not supported by the local runtime, which has one schema"),
     (re.compile(r"CREATE\s+(?:OR\s+REFRESH\s+)?(?:PRIVATE\s+)?(?:STREAMING\s+TABLE|"
@@ -236,8 +241,7 @@ def _declared(statement: Statement, text: str, plan: Any, extras: _Extras) -> De
     if kind == "CreateViewCommand":
         return _temporary_view(statement, text, plan, extras)
     if kind == "CreateView":
-        raise statement.error("CREATE VIEW publishes the view in Unity Catalog, which the local "
-                              "runtime does not have; declare CREATE TEMPORARY VIEW")
+        return _published_view(statement, text, plan, extras)
     if kind == "CreateFlowCommand":
         return _insert_flow(statement, text, plan, extras)
     if kind == "SetCommand" and plan.kv().isDefined() and plan.kv().get()._2().isDefined():
@@ -298,6 +302,20 @@ def _temporary_view(statement: Statement, text: str, plan: Any, extras: _Extras)
     start = query_start(text, _option(plan.originalText()))
     return Dataset(kind=TEMPORARY_VIEW, name=name, comment=_option(plan.comment()),
                    query=query_of(statement, text, plan.plan(), start))
+
+
+def _published_view(statement: Statement, text: str, plan: Any, extras: _Extras) -> Dataset:
+    """CREATE VIEW: "a virtual table with no physical data", published in the pipeline's schema
+    (https://docs.databricks.com/aws/en/ldp/developer/ldp-sql-ref-create-view): COMMENT and
+    TBLPROPERTIES; no column list (and no expectations: `_REFUSED`)."""
+    name = _single_name(statement, _strings(plan.child().nameParts()))
+    if plan.userSpecifiedColumns().length() > 0:
+        raise statement.error("a column list on a view is not supported by the local runtime",
+                              dataset=name)
+    start = query_start(text, _option(plan.originalText()))
+    return Dataset(kind=VIEW, name=name, comment=_option(plan.comment()),
+                   properties=_map(plan.properties()),
+                   query=query_of(statement, text, plan.query(), start))
 
 
 def _insert_flow(statement: Statement, text: str, plan: Any, extras: _Extras) -> InsertFlow:

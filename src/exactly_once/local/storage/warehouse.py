@@ -208,6 +208,21 @@ class Warehouse:
             spark.sql(f"DROP TABLE IF EXISTS `{name}`")
         spark.sql(f"CREATE TABLE IF NOT EXISTS `{name}` USING DELTA LOCATION '{where}'")
 
+    @staticmethod
+    def publish_view(spark: SparkSession, name: str, definition: str, comment: str | None,
+                     properties: Mapping[str, str]) -> None:
+        """View `name` in the session catalog, over the tables `definition` (a query) reads as
+        they are registered: what a pipeline's CREATE VIEW publishes."""
+        def quoted(text: str) -> str:
+            return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+        clauses = [f"COMMENT {quoted(comment)}"] if comment is not None else []
+        if properties:
+            clauses.append("TBLPROPERTIES (" + ", ".join(
+                f"{quoted(k)} = {quoted(v)}" for k, v in properties.items()) + ")")
+        spark.sql(f"CREATE OR REPLACE VIEW `{name.replace('`', '``')}` {' '.join(clauses)} "
+                  f"AS {definition}")
+
     def _unregister(self, spark: SparkSession, name: str) -> None:
         """Drop the session catalog's entry of `name` if it points at this warehouse's table;
         anything else of that name is not the pipeline's to drop."""
