@@ -65,13 +65,13 @@ INGEST = """
 
     @dp.table(name="typed")
     def typed():
-        return auto_loader("json", "{root}/typed", **{{"cloudFiles.inferColumnTypes": "true",
-                           "cloudFiles.schemaHints": "id INT"}})
+        return auto_loader("json", "{root}/typed", **{"cloudFiles.inferColumnTypes": "true",
+                           "cloudFiles.schemaHints": "id INT"})
 
     @dp.table(name="csvs")
     def csvs():
         return auto_loader("csv", "{root}/csvs", header="true", pathGlobFilter="*.csv",
-                           **{{"cloudFiles.inferColumnTypes": "true"}})
+                           **{"cloudFiles.inferColumnTypes": "true"})
 
     @dp.table(name="parquets")
     def parquets():
@@ -83,21 +83,21 @@ INGEST = """
 
     @dp.table(name="one_file_a_batch")
     def one_file_a_batch():
-        return auto_loader("json", "{root}/capped", **{{"cloudFiles.maxFilesPerTrigger": "1"}})
+        return auto_loader("json", "{root}/capped", **{"cloudFiles.maxFilesPerTrigger": "1"})
 
     @dp.table(name="few_bytes_a_batch")
     def few_bytes_a_batch():
-        return auto_loader("json", "{root}/capped", **{{"cloudFiles.maxBytesPerTrigger": "1b"}})
+        return auto_loader("json", "{root}/capped", **{"cloudFiles.maxBytesPerTrigger": "1b"})
 
     @dp.table(name="new_only")
     def new_only():
         return auto_loader("json", "{root}/new_only",
-                           **{{"cloudFiles.includeExistingFiles": "false"}})
+                           **{"cloudFiles.includeExistingFiles": "false"})
 
     @dp.table(name="rescued")
     def rescued():
         return auto_loader("json", "{root}/rescued",
-                           **{{"cloudFiles.schemaEvolutionMode": "rescue"}})
+                           **{"cloudFiles.schemaEvolutionMode": "rescue"})
 """
 
 
@@ -109,7 +109,7 @@ def test_auto_loader_reads_each_file_once_with_databricks_schemas(spark, setting
     data, warehouse = tmp_path / "in", tmp_path / "warehouse"
     write_json(data / "events" / "a.json", {"id": 1, "name": "x", "nested": {"n": 2}})
     write_json(data / "typed" / "a.json", {"id": 1, "amount": 2.5},
-               {"id": "not a number", "amount": 3.0})
+               {"id": "not a number", "amount": 3.0}, {"id": None, "amount": 4.0})
     (data / "csvs").mkdir()
     (data / "csvs" / "a.csv").write_text("id,amount\n1,2.5\n")
     (data / "csvs" / "notes.txt").write_text("id,amount\nnot,read\n")
@@ -136,7 +136,7 @@ def test_auto_loader_reads_each_file_once_with_databricks_schemas(spark, setting
     typed = spark.read.format("delta").load(str(warehouse / "typed"))
     assert typed.schema.simpleString() == "struct<amount:double,id:int,_rescued_data:string>"
     rescued = {r.amount: r._rescued_data for r in typed.collect()}
-    assert rescued[2.5] is None
+    assert rescued[2.5] is None and rescued[4.0] is None  # a JSON null fits any type
     assert json.loads(rescued[3.0]) == {"id": "not a number",
                                         "_file_path": f"file:{data}/typed/a.json"}
     assert rows(spark, warehouse, "csvs") == [(1, 2.5, None)]  # notes.txt: not *.csv
@@ -221,7 +221,7 @@ def test_read_files_for_sql_batch_and_stream(spark, tmp_path):
     """`read_files` as SQL's table-valued function reads: a batch read infers column types
     (its `inferColumnTypes` defaults to true) and adds `_rescued_data`; a stream is Auto
     Loader's."""
-    from exactly_once.local.auto_loader import read_files
+    from exactly_once.local.auto_loader.reader import read_files
 
     write_json(tmp_path / "in" / "a.json", {"id": 1, "name": "x"})
     batch = read_files(spark, str(tmp_path / "in"), {"format": "json"}, streaming=False)
