@@ -231,3 +231,19 @@ def test_read_files_for_sql_batch_and_stream(spark, tmp_path):
         "format": "json", "schemaLocation": str(tmp_path / "schema")}, streaming=True)
     assert stream.isStreaming
     assert stream.columns == ["id", "name", "_rescued_data"]
+
+
+def test_dry_run_infers_and_analyzes_writing_nothing(in_session, tmp_path, capsys):
+    """dry-run builds the Auto Loader read as an update would (the schema inferred, a column
+    the query names checked against it) and records no schema."""
+    data = tmp_path / "in"
+    write_json(data / "a.json", {"id": 1})
+    root = pipeline(tmp_path, EVOLVING.replace("{root}", str(data)) + '''
+    @dp.table(name="picked")
+    def picked():
+        return spark.readStream.table("evolving").select("id", "no_such_column")
+    ''')
+    assert cli.main(["dry-run", "--pipelines", str(root)]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and "dataset `picked`" in err[0] and "no_such_column" in err[0], err
+    assert not list(tmp_path.rglob("_schemas"))
