@@ -224,7 +224,7 @@ def test_read_files_for_sql_batch_and_stream(spark, tmp_path):
     from exactly_once.local.auto_loader.reader import read_files
 
     write_json(tmp_path / "in" / "a.json", {"id": 1, "name": "x"})
-    batch = read_files(spark, str(tmp_path / "in"), {"format": "json"}, streaming=False)
+    batch = read_files(spark, str(tmp_path / "in"), {}, streaming=False)  # format: *.json
     assert batch.schema.simpleString() == "struct<id:bigint,name:string,_rescued_data:string>"
     assert [tuple(r) for r in batch.collect()] == [(1, "x", None)]
     stream = read_files(spark, str(tmp_path / "in"), {

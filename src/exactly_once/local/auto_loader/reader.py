@@ -49,6 +49,8 @@ from exactly_once.local.storage.files import StoragePath, location, write_atomic
 
 NO_MAX_AGE = "3650000d"  # Spark's maxFileAge: no file is too old to be new
 EXISTING = "existing_files.json"
+EXTENSIONS = {"json": "json", "jsonl": "json", "csv": "csv", "parquet": "parquet",
+              "txt": "text"}
 
 
 def read_files(spark: SparkSession, path: str, options: Mapping[str, str],
@@ -59,8 +61,21 @@ def read_files(spark: SparkSession, path: str, options: Mapping[str, str],
     prefix optional). Inside a flow's query being built (hook.building) the schema location
     defaults to the flow's, as for `format("cloudFiles")`.
     https://docs.databricks.com/aws/en/sql/language-manual/functions/read_files"""
+    if not any(key.lower() in ("format", "cloudfiles.format") for key in options):
+        options = {**options, "format": _detected_format(spark, path, options)}
     return auto_loader(spark, path, parse(options, streaming=streaming, read_files=True),
                        None, placement(), streaming)
+
+
+def _detected_format(spark: SparkSession, path: str, options: Mapping[str, str]) -> str:
+    """read_files' format from the files' extensions, when every file has the same one."""
+    listing = {k: v for k, v in options.items() if k.lower() in inference.LISTING_OPTIONS}
+    files = spark.read.format("text").options(**listing).load(path).inputFiles()
+    found = {EXTENSIONS.get(f.rsplit(".", 1)[-1].lower()) for f in files}
+    if len(found) != 1 or None in found:
+        raise DeclarationError(f"read_files cannot tell the format of the files in {path}: "
+                               "give format => 'json' (csv, parquet, text)")
+    return str(found.pop())
 
 
 def auto_loader(spark: SparkSession, path: str, options: AutoLoaderOptions,
