@@ -31,7 +31,10 @@ from exactly_once.local.auto_loader.reader import auto_loader
 FORMAT = "cloudfiles"
 _lock = threading.Lock()
 _building = 0
-_originals: dict[str, Any] = {}
+# pyspark's own, taken once: a thread outside any build may still be inside a replacement when
+# the last build ends, and must find them.
+_originals: dict[str, Any] = {name: DataStreamReader.__dict__[name]
+                              for name in ("format", "option", "options", "schema", "load")}
 
 
 @contextmanager
@@ -108,8 +111,6 @@ def _install() -> None:
         _building += 1
         if _building > 1:
             return
-        for name in ("format", "option", "options", "schema", "load"):
-            _originals[name] = DataStreamReader.__dict__[name]
         # Replacing these is the purpose here; each keeps pyspark's signature.
         DataStreamReader.format = _format  # type: ignore[method-assign]
         DataStreamReader.option = _option  # type: ignore[method-assign]
@@ -126,4 +127,3 @@ def _uninstall() -> None:
             return
         for name, original in _originals.items():
             setattr(DataStreamReader, name, original)
-        _originals.clear()
