@@ -153,12 +153,17 @@ def test_auto_loader_reads_each_file_once_with_databricks_schemas(spark, setting
     write_json(data / "new_only" / "new.json", {"n": 1})
     write_json(data / "rescued" / "b.json", {"id": 2, "extra": True})
     write_json(data / "capped" / "3.json", {"n": 3})
+    (data / "csvs" / "b.csv").write_text("id,amount\nx,3.0\n")
     second = run_pipeline(spark, settings, warehouse, pipelines_dir=root)
     # Each file read once across updates: the second reads only what is new.
     assert rows(spark, warehouse, "events", "id", "file_name") == [("1", "a.json"),
                                                                    ("2", "b.json")]
     assert batches(second, "one_file_a_batch") == 1
     assert rows(spark, warehouse, "new_only", "n") == [("1",)]
+    # A CSV value not of its column's inferred type is rescued, not lost.
+    csvs = spark.read.format("delta").load(str(warehouse / "csvs")).orderBy("amount").collect()
+    assert [(r[0], r[1], json.loads(r[2]) if r[2] else None) for r in csvs] == [
+        (1, 2.5, None), (None, 3.0, {"id": "x", "_file_path": f"file:{data}/csvs/b.csv"})]
     # rescue: the schema never evolves; the new column's value is in _rescued_data.
     assert [json.loads(r[1]) if r[1] else None
             for r in rows(spark, warehouse, "rescued", "id", "_rescued_data")] == [
@@ -189,6 +194,43 @@ def test_add_new_columns_stops_once_then_the_next_update_has_them(spark, setting
     assert rows(spark, warehouse, "evolving", "id", "color") == [("1", None), ("2", "red")]
     run_pipeline(spark, settings, warehouse, pipelines_dir=root)  # nothing new: nothing again
     assert rows(spark, warehouse, "evolving", "id", "color") == [("1", None), ("2", "red")]
+
+
+STRICT = """
+    from pyspark import pipelines as dp
+
+    def auto_loader(**options):
+        return (spark.readStream.format("cloudFiles").option("cloudFiles.format", "json")
+                .options(**options))
+
+    @dp.table(name="strict")
+    def strict():
+        return auto_loader(**{"cloudFiles.schemaEvolutionMode": "failOnNewColumns"}).load(
+            "{root}")
+
+    @dp.table(name="fixed")
+    def fixed():
+        return auto_loader().schema("id STRING").load("{root}")
+"""
+
+
+def test_fail_on_new_columns_stops_until_changed_and_a_given_schema_ignores_them(
+        spark, settings, tmp_path):
+    """failOnNewColumns: "Stream fails. Stream does not restart unless the provided schema is
+    updated, or the offending data file is removed"; with a schema given the mode is none:
+    new columns are ignored, and no rescue column unless asked for."""
+    from exactly_once.errors import SchemaEvolvedError
+
+    data, warehouse = tmp_path / "in", tmp_path / "warehouse"
+    write_json(data / "a.json", {"id": "1"})
+    root = pipeline(tmp_path, STRICT.replace("{root}", str(data)))
+    run_pipeline(spark, settings, warehouse, pipelines_dir=root)
+    write_json(data / "b.json", {"id": "2", "color": "red"})
+    for _ in range(2):
+        with pytest.raises(SchemaEvolvedError, match=r"\[color\].*automatic retry: false"):
+            run_pipeline(spark, settings, warehouse, pipelines_dir=root)
+    assert rows(spark, warehouse, "strict") == [("1", None)]
+    assert rows(spark, warehouse, "fixed") == [("1",), ("2",)]
 
 
 REFUSED = """
