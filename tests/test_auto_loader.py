@@ -257,6 +257,12 @@ def test_an_option_the_runtime_cannot_honour_is_one_line(in_session, settings, t
         run_pipeline(in_session, settings, tmp_path / "warehouse", pipelines_dir=root)
     assert str(raised.value).startswith(expected)
     assert not (tmp_path / "warehouse" / "notified").exists()
+    # A directory that is not there: one line too.
+    (root / "defs.py").write_text((root / "defs.py").read_text().replace(
+        '.option("cloudFiles.useNotifications", "true")', "").replace(str(data), "/no/such"))
+    assert cli.main(["dry-run", "--pipelines", str(root)]) == 1
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "Auto Loader cannot list /no/such" in err, err
 
 
 def test_read_files_for_sql_batch_and_stream(spark, tmp_path):

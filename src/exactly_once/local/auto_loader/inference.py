@@ -43,7 +43,10 @@ def parser_options(options: AutoLoaderOptions) -> dict[str, str]:
 def listed_files(spark: SparkSession, path: str, options: AutoLoaderOptions) -> list[str]:
     """The files under `path` the read takes (pathGlobFilter, hidden files left out)."""
     reader = spark.read.format("text").options(**listing_options(options))
-    return sorted(normalized(f) for f in reader.load(path).inputFiles())
+    try:
+        return sorted(normalized(f) for f in reader.load(path).inputFiles())
+    except Exception as err:  # noqa: BLE001 - a path not there, say: one line naming it
+        raise DeclarationError(f"Auto Loader cannot list {path}: {first_line(err)}") from None
 
 
 def infer(spark: SparkSession, files: Sequence[str], options: AutoLoaderOptions) -> StructType:
