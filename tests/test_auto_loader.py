@@ -295,3 +295,26 @@ def test_dry_run_infers_and_analyzes_writing_nothing(in_session, tmp_path, capsy
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and "dataset `picked`" in err[0] and "no_such_column" in err[0], err
     assert not list(tmp_path.rglob("_schemas"))
+
+
+def test_the_schema_location_on_the_object_store(s3_store, monkeypatch, tmp_path):
+    """A warehouse on `s3a://` keeps Auto Loader's schema versions there (the runtime's own
+    files go through storage/files.py), and nothing in the working directory."""
+    from pyspark.sql.types import StringType, StructField, StructType
+    from test_cluster import object_store
+
+    from exactly_once.local.auto_loader import schema_log
+
+    object_store(s3_store, monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    where = f"s3a://{s3_store.bucket}/auto-loader/_pipeline/checkpoints/f/_auto_loader/0/schema"
+    assert schema_log.latest(where) is None
+    first = StructType([StructField("id", StringType())])
+    schema_log.write_next(where, None, first, frozenset({"s3a://b/in/a.json"}))
+    version = schema_log.latest(where)
+    assert version is not None and (version.number, version.schema) == (0, first)
+    schema_log.write_next(where, version, first.add("color", StringType()),
+                          version.files | {"s3a://b/in/b.json"})
+    latest = schema_log.latest(where)
+    assert latest is not None and latest.number == 1 and len(latest.files) == 2
+    assert list(tmp_path.iterdir()) == [], "nothing written in the working directory"
