@@ -171,3 +171,12 @@ def test_the_check_catches_a_cycle_inside_a_wing(tmp_path):
     assert import_cycles(copy) == [["exactly_once.local.engine.jvm_options",
                                     "exactly_once.local.engine.session",
                                     "exactly_once.local.engine.jvm_options"]]
+
+
+def test_the_check_catches_auto_loader_importing_graph(tmp_path):
+    """auto_loader sits below graph (which builds queries with it) and above storage."""
+    copy = tree_with_import(tmp_path, "auto_loader/options.py",
+                            "from exactly_once.local.graph import reads")
+    assert layering_violations(copy) == [
+        "exactly_once.local.auto_loader.options imports exactly_once.local.graph.reads: "
+        "auto_loader is below graph"]

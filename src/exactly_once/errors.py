@@ -103,6 +103,11 @@ class FlowError(ExactlyOnceError, RuntimeError):
     """A flow failed; the message names it."""
 
 
+class SchemaEvolvedError(FlowError):
+    """An Auto Loader stream met columns its schema lacks: with `addNewColumns` the schema
+    location holds them now and the next update reads them, as on Databricks."""
+
+
 class SourceUnavailableError(FlowError):
     """A flow's source, the Kafka broker, stopped answering; the message names the broker."""
 

@@ -59,8 +59,10 @@ def run_append_flow(spark: SparkSession, flow_name: str, target: str, df: DataFr
 
     def append(batch: DataFrame, batch_id: int, query_id: str, replayed: bool) -> None:
         with timeline.span(flow_name, "delta append", batch_id, target):
+            # A column the query gained (Auto Loader's addNewColumns) joins the table, as a
+            # pipeline's streaming table evolves; the same columns write as before.
             idempotent.append(batch, path, Marker(f"{query_id}:{flow_name}", batch_id),
-                              replayed)
+                              replayed, {"mergeSchema": "true"})
 
     with timeline.span(flow_name, "flow"):
         run_available_now(df, flow_name, warehouse.checkpoint_path(flow_name), append, result,

@@ -28,6 +28,8 @@ from exactly_once.errors import DeclarationError, ExactlyOnceError, GraphError, 
 from exactly_once.local.auto_cdc.from_snapshot import flow as snapshot_flow
 from exactly_once.local.auto_cdc.from_snapshot.spec import NextSnapshot, SnapshotCdcSpec
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
+from exactly_once.local.auto_loader import hook as auto_loader
+from exactly_once.local.auto_loader.place import Placement
 from exactly_once.local.engine import pipeline_session
 from exactly_once.local.execution import flows, sinks, streams
 from exactly_once.local.execution.refresh import RefreshSelection, plan_refresh
@@ -266,7 +268,14 @@ class PipelineUpdate:
                                      "which the pipeline does not define")
                 df = changes
             else:
-                df, own = apply_expectations(flow.func(), declared(flow.func), flow.target)
+                # Auto Loader reads keep their schema under the flow's checkpoint, as
+                # pipelines do (auto_loader/hook.py).
+                with auto_loader.building(Placement(
+                        flow=flow.name, dataset=flow.target,
+                        file=self.graph.declared_in.get(flow.name),
+                        checkpoint=self.warehouse.checkpoint_path(flow.name), persist=True)):
+                    query = flow.func()
+                df, own = apply_expectations(query, declared(flow.func), flow.target)
                 if own is not None:
                     setup.observed.append(own)
         finally:

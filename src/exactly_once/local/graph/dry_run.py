@@ -35,6 +35,8 @@ from exactly_once.local.auto_cdc.from_snapshot.apply import target_schema
 from exactly_once.local.auto_cdc.from_snapshot.spec import SnapshotCdcSpec
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.auto_cdc.writer import scd_type_of
+from exactly_once.local.auto_loader import hook as auto_loader
+from exactly_once.local.auto_loader.place import Placement
 from exactly_once.local.engine import pipeline_session, update_settings
 from exactly_once.local.engine.sql_parser import quiet_query_context
 from exactly_once.local.graph import dp_extensions
@@ -170,7 +172,9 @@ class _Analyzer:
             return self._auto_cdc(flow)
         if isinstance(flow, SnapshotCdcSpec):
             return self._snapshot_cdc(flow)
-        df = flow.func()
+        with auto_loader.building(Placement(flow=flow.name, dataset=flow.target,
+                                            file=self.declared_in.get(flow.name))):
+            df = flow.func()  # Auto Loader's schema inferred, nothing recorded
         check_flow_query(flow, df, self.graph.sink(flow.target))
         for e in declared(flow.func):
             _check_expectation(df, e)
