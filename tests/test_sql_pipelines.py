@@ -146,7 +146,8 @@ STORED AS SCD TYPE 2
 TRACK HISTORY ON * EXCEPT (city);
 '''
 
-# read_files through the SQL layer's seam (sql_read_files.reader), here a plain JSON reader.
+# https://docs.databricks.com/aws/en/sql/language-manual/functions/read_files: a batch read of
+# JSON files (Auto Loader's read_files, auto_loader/reader.py).
 FILES_SQL = '''
 CREATE OR REFRESH MATERIALIZED VIEW landed AS
   SELECT name FROM read_files('{landing}', format => 'json');
@@ -155,11 +156,6 @@ CREATE OR REFRESH MATERIALIZED VIEW initials AS
   SELECT substr(name, 1, 1) AS initial, count(*) AS names FROM landed GROUP BY 1 ORDER BY 1;
 '''
 
-
-def json_reader(session, path, options, streaming):
-    """A stand-in for Auto Loader's reader: batch files of `format`."""
-    assert not streaming
-    return session.read.format(options["format"]).load(path)
 
 
 @pytest.fixture(scope="module")
@@ -178,13 +174,9 @@ def sql_run(spark, settings, tmp_path_factory):
                                                                changes=str(changes)),
                            orders_sql=ORDERS_SQL, customers_sql=CUSTOMERS_SQL,
                            files_sql=FILES_SQL.format(landing=str(landing)))
-    from exactly_once.local.graph import sql_read_files
-
     warehouse = root / "warehouse"
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(sql_read_files, "reader", json_reader)
-        result = run_pipeline(spark, settings, warehouse, pipelines_dir=files,
-                              configuration={"min_amount": "6"})
+    result = run_pipeline(spark, settings, warehouse, pipelines_dir=files,
+                          configuration={"min_amount": "6"})
     return files, warehouse, result
 
 
@@ -245,18 +237,14 @@ def test_auto_cdc_into_scd1_and_apply_changes_into_scd2(spark, sql_run):
                   for r in history.collect()) == [(1, "Bergen", 1, None), (2, "Rome", 1, 2)]
 
 
-def test_read_files_goes_through_the_seam(spark, sql_run):
+def test_read_files_reads_the_files(spark, sql_run):
     _, warehouse, _ = sql_run
     assert rows(spark, warehouse / "landed", "name") == [("ada",), ("bob",)]
     assert rows(spark, warehouse / "initials", "initial") == [("a", 1), ("b", 1)]
 
 
-def test_graph_shows_sql_datasets_with_file_and_line(in_session, sql_run, capsys,
-                                                     monkeypatch):
-    from exactly_once.local.graph import sql_read_files
-
+def test_graph_shows_sql_datasets_with_file_and_line(in_session, sql_run, capsys):
     files, _, _ = sql_run
-    monkeypatch.setattr(sql_read_files, "reader", json_reader)
     assert cli.main(["graph", "--pipelines", str(files), "--format", "json",
                      "--conf", "min_amount=6"]) == 0
     graph = json.loads(capsys.readouterr().out)
@@ -326,11 +314,6 @@ REFUSED = {
                    "AS SELECT * FROM STREAM(s);", 1,
                    "`CREATE OR REFRESH STREAMING TABLE t ...`: WITH ROW FILTER needs a "
                    "Unity Catalog function, which the local runtime does not have"),
-    "read_files_until_auto_loader": ("CREATE OR REFRESH STREAMING TABLE t AS\n"
-                                     "SELECT * FROM STREAM read_files('/in', format => 'json');",
-                                     1, "`CREATE OR REFRESH STREAMING TABLE t ...`: "
-                                     "read_files is not supported by the local runtime yet "
-                                     "(Auto Loader)"),
 }
 
 

@@ -15,7 +15,6 @@
                       clauses (OR REFRESH, PRIVATE, CONSTRAINT ... EXPECT, ONCE) read here
     sql_auto_cdc.py   AUTO CDC INTO / APPLY CHANGES INTO as create_auto_cdc_flow's arguments
     sql_queries.py    a statement's query and its reads, made as Python flows make them
-    sql_read_files.py `read_files(...)`: the seam the SQL layer calls, which Auto Loader fills
     sql_declarations.py  a SQL file's statements registered through the `dp` declarations
     source_locations.py  where a declaration is written: a Python line or a SQL statement
     dataflow.py       the graph as a person reads it: text, Mermaid, dot, JSON

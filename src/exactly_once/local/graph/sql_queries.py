@@ -8,7 +8,8 @@ When the flow runs (`build`), each read of a table or view is made as a Python f
 dataset exactly as it does for Python (reads.py: the pipeline updates it first, `LIVE.` is
 dropped, a temporary view is inlined) and any other name in the catalog; the DataFrame is
 given to the query under a temporary view name of its own, which replaces the read in the text.
-`read_files(...)` goes to the Auto Loader seam (sql_read_files.py).
+`read_files(...)` is Auto Loader's `read_files` (auto_loader/reader.py): a batch read, or under
+`STREAM` its stream.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from exactly_once.local.graph import sql_read_files
+from exactly_once.local.auto_loader.reader import read_files
 from exactly_once.local.graph.sql_files import BLANKS, Statement, closing, masked
 
 _IDENTIFIER = r"(?:`[^`]*`|[A-Za-z_][\w]*)(?:\s*\.\s*(?:`[^`]*`|[A-Za-z_][\w]*))*"
@@ -93,7 +94,7 @@ class Query:
 def _read(spark: SparkSession, read: Read) -> DataFrame:
     if read.files is not None:
         path, options = read.files
-        return sql_read_files.read_files(spark, path, dict(options), read.streaming)
+        return read_files(spark, path, dict(options), read.streaming)
     return (spark.readStream if read.streaming else spark.read).table(read.name)
 
 
@@ -167,7 +168,6 @@ def _read_of(statement: Statement, text: str, blanked: str, relation: Any, locat
 def _files_arguments(statement: Statement, relation: Any
                      ) -> tuple[str, tuple[tuple[str, str], ...]]:
     """read_files' path and options, each a literal (Databricks' read_files takes them so)."""
-    sql_read_files.check_supported(statement)
     args = relation.functionArgs()
     path, options = None, []
     for i in range(args.length()):
