@@ -249,18 +249,28 @@ def silver_events(checked: DataFrame, topic: TopicSettings) -> DataFrame:
     return deduplicate_events(checked, topic).select(*silver_columns(topic))
 
 
+def typed_fields_column(topic: TopicSettings) -> str:
+    """The quarantine's column of the topic's typed fields, e.g. `orders_fields`."""
+    return f"{topic.dataset_suffix}_fields"
+
+
 def quarantined_records(parsed: DataFrame, topic: TopicSettings) -> DataFrame:
     """Records that failed any check: the raw record, where it came from, and why.
 
     `value` holds the bytes exactly as delivered (CAST(value AS BINARY) returns them, also when
-    they are not UTF-8), so every field is kept, NULLs included.
+    they are not UTF-8), so every field is kept, NULLs included. Next to it, the topic's
+    contract fields as parsed (`typed_fields_column`: a struct, one per topic, NULL where a
+    field is absent or not a value of its type), so a quarantined record can be queried by its
+    fields; a field the contract gains becomes a field of the struct.
     """
+    fields = [F.col(f"`{f.name}`") for f in event_schema(topic)]
     return parsed.where(F.size("errors") > 0).select(
         F.lit(topic.dataset_suffix).alias("source_topic"),
         "kafka_topic", "kafka_partition", "kafka_offset", "kafka_timestamp", "kafka_key", "value",
         "errors",
         F.array_join("errors", ", ").alias("reason"),
         F.current_timestamp().alias("quarantined_at"),
+        F.struct(*fields).alias(typed_fields_column(topic)),
     )
 
 

@@ -14,7 +14,7 @@ from contextlib import AbstractContextManager, contextmanager
 from pyspark.sql import DataFrame, SparkSession
 
 from exactly_once.errors import FlowError
-from exactly_once.local.auto_cdc.changes import CdcBatchStats, check_columns
+from exactly_once.local.auto_cdc.changes import CdcBatchStats, check_columns, schema_may_differ
 from exactly_once.local.auto_cdc.commits import BatchWrite
 from exactly_once.local.auto_cdc.from_snapshot.flow import run_snapshots
 from exactly_once.local.auto_cdc.from_snapshot.spec import NextSnapshot, SnapshotCdcSpec
@@ -24,10 +24,10 @@ from exactly_once.local.auto_cdc.writer import scd_type_of
 from exactly_once.local.execution.streams import flow_error, run_available_now
 from exactly_once.local.observe.progress import FlowResult, Progress
 from exactly_once.local.observe.timeline import Timeline
-from exactly_once.local.storage import delta_log, idempotent
+from exactly_once.local.storage import delta_log, idempotent, schema_evolution
 from exactly_once.local.storage.delta_log import Marker
 from exactly_once.local.storage.snapshot_files import compact_when_many_files
-from exactly_once.local.storage.warehouse import Warehouse
+from exactly_once.local.storage.warehouse import Warehouse, as_written
 
 
 def run_append_flow(spark: SparkSession, flow_name: str, target: str, df: DataFrame,
@@ -40,7 +40,15 @@ def run_append_flow(spark: SparkSession, flow_name: str, target: str, df: DataFr
     path = warehouse.table_path(target).resolve()
     if not warehouse.has_table(target):
         with timeline.span(flow_name, "create table"):
-            warehouse.create_table(spark, target, df.schema)
+            # Nullable, as a first write stores it: another flow into the table leaves this
+            # one's columns NULL.
+            warehouse.create_table(spark, target, as_written(df.schema))
+    else:
+        with timeline.span(flow_name, "evolve schema"):
+            # Columns the query writes and the table lacks are added, wider types widened; a
+            # column another flow of the table writes is no concern of this one.
+            result.schema_changes = schema_evolution.evolve(spark, str(path), df.schema)
+        progress.schema_changed(flow_name, target, result.schema_changes)
     version_before = delta_log.latest_version(path)
 
     def append(batch: DataFrame, batch_id: int, query_id: str, replayed: bool) -> None:
@@ -92,7 +100,19 @@ def run_auto_cdc_flow(spark: SparkSession, spec: AutoCdcSpec, source: DataFrame,
         if not warehouse.has_table(spec.target):
             warehouse.create_table(spark, spec.target, scd.target_schema(spec, source),
                                    properties=dict(spec.target_properties))
-        scd.ensure_state_table(spark, spec, source, tables.state)
+            scd.ensure_state_table(spark, spec, source, tables.state)
+        else:
+            evolve = schema_may_differ(spec, source, tables.target)
+            # The state first: the target's schema says whether the tables still have to
+            # evolve, so a crash between the two makes the next update evolve both.
+            scd.ensure_state_table(spark, spec, source, tables.state, evolve=evolve)
+            if evolve:
+                # The target gains the source's new columns (in SCD2 untracked unless the
+                # declaration lists them) and widens what the source widened, as on Databricks.
+                result.schema_changes = schema_evolution.evolve(
+                    spark, tables.target, as_written(scd.target_schema(spec, source)),
+                    removed_allowed=False)
+    progress.schema_changed(spec.name, spec.target, result.schema_changes)
     applied: list[CdcBatchStats] = []
 
     def apply(batch: DataFrame, batch_id: int, query_id: str, replayed: bool) -> None:

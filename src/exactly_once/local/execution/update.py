@@ -31,6 +31,7 @@ from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.execution import flows, streams
 from exactly_once.local.execution.refresh import RefreshSelection, plan_refresh
 from exactly_once.local.execution.streams import flow_error
+from exactly_once.local.graph.dry_run import quiet_analysis_errors
 from exactly_once.local.graph.expectations import ObservedExpectations, apply_expectations, declared
 from exactly_once.local.graph.reads import resolved_reads
 from exactly_once.local.graph.registry import PipelineGraph
@@ -58,6 +59,8 @@ class _FlowSetup:
     observed: list[ObservedExpectations] = field(default_factory=list)
     streamed: set[str] = field(default_factory=set)
     not_waited_for: list[str] = field(default_factory=list)
+    # The schema (its log's schemaString) each table not waited for had when the query was built.
+    built_against: dict[str, str | None] = field(default_factory=dict)
 
 
 class PipelineUpdate:
@@ -178,6 +181,8 @@ class PipelineUpdate:
             self.warehouse.checkpoint_path(setup.flow))
         if streaming and not first_batch and self._streamed_before_update(name):
             setup.not_waited_for.append(name)
+            setup.built_against[name] = delta_log.schema_string(
+                self.warehouse.table_path(name).resolve())
         else:
             self._wait_for(setup.table, name, setup.flow)
         if streaming:
@@ -195,24 +200,59 @@ class PipelineUpdate:
             reader = reader.option("startingVersion", "0")
         return reader.load(str(path))
 
+    def _built_against_upstream(self, flow: Flow | AutoCdcSpec | SnapshotCdcSpec
+                                ) -> tuple[Query, _FlowSetup]:
+        """The flow's query, its upstream tables up to date before it starts.
+
+        A query built against tables before their update (`_streamed_before_update`) is built
+        again, once, when one of them changed its schema in the update (a column added, a type
+        widened: a stream of the old schema cannot read the new one, Delta refuses the batch)
+        or when building it failed (it names a column the table gains in the update). Its
+        upstream is then up to date, so the second build sees the tables as they are, and an
+        error it raises is the query's own. On Databricks the flow is restarted for the same
+        reason."""
+        setup = _FlowSetup(table=flow.target, flow=flow.name)
+        df: Query | None
+        try:
+            with quiet_analysis_errors():  # raised again below, or built again
+                df = self._build(flow, setup)
+        except Exception:
+            if not setup.not_waited_for:
+                raise
+            df = None
+        for name in setup.not_waited_for:  # up to date before the query asks for offsets
+            self._wait_for(setup.table, name, setup.flow)
+        if df is None or self._schema_changed_since_built(setup):
+            with self.timeline.span(flow.name, "build query", detail="schema changed"):
+                setup = _FlowSetup(table=flow.target, flow=flow.name)
+                df = self._build(flow, setup)
+        return df, setup
+
+    def _schema_changed_since_built(self, setup: _FlowSetup) -> bool:
+        """Whether a table the query was built against before its update has another schema
+        now that the update is done."""
+        return any(delta_log.schema_string(self.warehouse.table_path(name).resolve()) != seen
+                   for name, seen in setup.built_against.items())
+
     def _streamed_before_update(self, name: str) -> bool:
         """Whether a query past its first batch can build its stream of table `name` while the
         table's own update runs, and wait for it only before the query starts.
 
         A stream's DataFrame holds no rows: the query asks the table for its offsets when it
         starts. What building it reads of the table is its schema, which a streaming table's
-        update keeps (appends and MERGEs never change it; a materialized view's overwrite may),
-        and, for a query's first batch only, whether the table's commits only appended
-        (`_resolve`). So a streaming table that exists and is not reset in this update is built
-        against early: the build's work (the pipeline file's function, its plans' analysis)
-        then overlaps the upstream's instead of following it, as it did on the path from bronze
-        to gold."""
+        update keeps unless its flow's query changed (appends and MERGEs never change it; a
+        materialized view's overwrite may; a table that evolves has the query built again,
+        `_schema_changed_since_built`), and, for a query's first batch only, whether the
+        table's commits only appended (`_resolve`). So a streaming table that exists and is not
+        reset in this update is built against early: the build's work (the pipeline file's
+        function, its plans' analysis) then overlaps the upstream's instead of following it, as
+        it did on the path from bronze to gold."""
         return (name not in self._reset and not self.graph.is_materialized_view(name)
                 and self.warehouse.has_table(name))
 
-    def _build(self, flow: Flow | AutoCdcSpec | SnapshotCdcSpec) -> tuple[Query, _FlowSetup]:
-        """The flow's query, with upstream tables brought up to date on the way."""
-        setup = _FlowSetup(table=flow.target, flow=flow.name)
+    def _build(self, flow: Flow | AutoCdcSpec | SnapshotCdcSpec, setup: _FlowSetup) -> Query:
+        """The flow's query, with upstream tables brought up to date on the way; what building
+        it saw goes into `setup`."""
         outer = getattr(self._setup, "flow", None)
         self._setup.flow = setup
         df: Query
@@ -231,7 +271,7 @@ class PipelineUpdate:
                     setup.observed.append(own)
         finally:
             self._setup.flow = outer
-        return df, setup
+        return df
 
     def _snapshots(self, spec: SnapshotCdcSpec, setup: _FlowSetup) -> NextSnapshot:
         """A snapshot flow's source: the table or view once, at this update's processing time,
@@ -267,9 +307,7 @@ class PipelineUpdate:
         kind, run = self._runner(flow)
         started = self.timeline.now()
         with self.timeline.span(flow.name, "build query"):
-            df, setup = self._build(flow)
-        for name in setup.not_waited_for:  # up to date before the query asks for offsets
-            self._wait_for(setup.table, name, setup.flow)
+            df, setup = self._built_against_upstream(flow)
         if setup.streamed & self._reset and flow.target not in self._reset:
             # A kept table (protected, or not selected) reads a table rebuilt in this update:
             # its checkpoint names the old table, so it reads the new one from the start.

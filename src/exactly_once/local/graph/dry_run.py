@@ -16,6 +16,7 @@ per dataset whose query does not analyze. A dataset that reads a broken one is n
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -220,7 +221,7 @@ def analyze(spark: SparkSession, settings: Settings, files: Sequence[Path]) -> A
     analyzer = _Analyzer(spark, graph, graph.declared_in)
     # A dataset with a problem of its declaration is not analyzed: its problem is reported.
     analyzer.failed.update(p.dataset for p in problems if p.dataset)
-    with _quiet_query_context(), resolved_reads(analyzer.resolve):
+    with quiet_analysis_errors(), resolved_reads(analyzer.resolve):
         for name in graph.outputs:
             try:
                 analyzer.dataset(name)
@@ -307,13 +308,28 @@ def _analyze_expression(spec: AutoCdcSpec, source: DataFrame, arg: str, column: 
 
 
 @contextmanager
-def _quiet_query_context() -> Iterator[None]:
+def quiet_analysis_errors() -> Iterator[None]:
+    """pyspark's own log lines for the analysis errors raised inside the block (each is raised,
+    and said once by whoever catches it), off. The loggers are the process's: blocks in
+    several threads at once (an update's tables) turn them back on when the last one ends."""
+    global _quiet_blocks
     loggers = [logging.getLogger(name) for name in _QUERY_CONTEXT_LOGGERS]
-    saved = [logger.disabled for logger in loggers]
-    for logger in loggers:
-        logger.disabled = True
+    with _quiet_lock:
+        if _quiet_blocks == 0:
+            _saved_states[:] = [logger.disabled for logger in loggers]
+            for logger in loggers:
+                logger.disabled = True
+        _quiet_blocks += 1
     try:
         yield
     finally:
-        for logger, was in zip(loggers, saved, strict=True):
-            logger.disabled = was
+        with _quiet_lock:
+            _quiet_blocks -= 1
+            if _quiet_blocks == 0:
+                for logger, was in zip(loggers, _saved_states, strict=True):
+                    logger.disabled = was
+
+
+_quiet_lock = threading.Lock()
+_quiet_blocks = 0  # blocks of quiet_analysis_errors running
+_saved_states: list[bool] = []  # the loggers' `disabled` before the first of them
