@@ -24,6 +24,12 @@ from pyspark.sql.types import (
 )
 
 from exactly_once.errors import SettingsError
+from exactly_once.settings.contract import (
+    DECIMAL_LITERAL,
+    NEGATIVE_ZERO,
+    TIMESTAMP_PATTERN,
+    decimal_pattern,
+)
 from exactly_once.settings.pipeline import PREFIX, TopicSettings
 
 # Reasons a value cannot be read as one JSON object at all. Each is the record's only reason:
@@ -47,21 +53,9 @@ def invalid_scale(field: str) -> str:
     return f"invalid_{field}_scale"
 
 
-# TIMESTAMP fields: an RFC 3339 date-time with a zone, read to the microsecond (more digits would
-# be truncated), years 1000-9999, offsets within +-14:00 (the ones in use). `\z` is the end of the
-# text (Java's `$` would also match before a final line break). The schema files carry the same
-# pattern; try_to_timestamp then rejects dates that do not exist (2026-02-30).
-TIMESTAMP_PATTERN = (r"^[1-9][0-9]{3}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"
-                     r"T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,6})?"
-                     r"(Z|[+-](0[0-9]|1[0-3]):[0-5][0-9]|[+-]14:00)\z")
+# TIMESTAMP fields (settings/contract.py): try_to_timestamp then rejects dates that do not exist
+# (2026-02-30). The schema files carry the same pattern.
 TIMESTAMP_FORMAT = "yyyy-MM-dd'T'HH:mm:ss[.SSSSSS]XXX"
-DECIMAL_LITERAL = r"^-?(0|[1-9][0-9]*)(\.[0-9]+)?\z"
-NEGATIVE_ZERO = r"^-0(\.0+)?\z"
-
-
-def decimal_pattern(precision: int, scale: int) -> str:
-    """A non-negative decimal string that DECIMAL(precision, scale) holds exactly."""
-    return rf"^(0|[1-9][0-9]{{0,{precision - scale - 1}}})(\.[0-9]{{1,{scale}}})?\z"
 
 
 # Where each event came from, kept next to it: its Kafka coordinates, the record's Kafka
