@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import shutil
 import time
 from decimal import Decimal
 from pathlib import Path
@@ -25,6 +26,7 @@ from reference import (
     distinct_order_events,
     order_history,
     quarantined_offsets,
+    xp_ledger,
 )
 
 from exactly_once import cli
@@ -101,6 +103,19 @@ class Stream:
             code = cli.main(self.arguments(command, *options))
         lines = err.getvalue().strip().splitlines()
         return code, lines[-1] if lines else ""
+
+    def fork(self, root: Path) -> Stream:
+        """The same log and inbox, and a copy of the warehouse as it is now."""
+        copy = Stream.__new__(Stream)
+        copy.inbox, copy.warehouse = self.inbox, root / "warehouse"
+        copy.runs, copy.bootstrap, copy.topics = list(self.runs), self.bootstrap, self.topics
+        shutil.copytree(self.warehouse, copy.warehouse)
+        return copy
+
+    def files(self) -> dict[str, int]:
+        """Every file of the warehouse and its modification time, but the lock's."""
+        return {str(p.relative_to(self.warehouse)): p.stat().st_mtime_ns
+                for p in self.warehouse.rglob("*") if p.is_file() and p.name != "lock"}
 
     def table(self, spark, name: str):
         return spark.read.format("delta").load(str(self.warehouse / name))
@@ -310,3 +325,79 @@ def test_a_column_null_in_every_earlier_event_changes_no_tie(spark):
     ties = events.select("event_id", tie_break(["event_id", "status"]).alias("before"),
                          tie_break(["event_id", "status", "coupon"]).alias("after")).collect()
     assert [r.before == r.after for r in ties] == [True, False]
+
+
+REFUSED = "exactly-once: error: the tables cannot take this change of the pipeline, nothing " \
+    "was written: "
+
+
+def test_an_incompatible_change_is_refused_before_anything_moves(spark, added_field, tmp_path):
+    """A type changed, a key changed: `run` and `dry-run` refuse it in one line naming the
+    change, the tables it breaks and the command that rebuilds them; the warehouse is left
+    exactly as it was."""
+    stream = added_field[0].fork(tmp_path)
+    before = stream.files()
+    text_amount = ("--set", "topics.orders.schema=" +
+                   WITH_COUPON.replace("amount DECIMAL(18,2)", "amount STRING"))
+    other_key = ("--set", f"topics.orders.schema={WITH_COUPON}",
+                 "--set", "topics.orders.key=customer_id")
+    with cli_in_session(spark):
+        run = stream.command("run", "--quiet", *text_amount)
+        dry = stream.command("dry-run", *text_amount)
+        key = stream.command("run", "--quiet", *other_key)
+    assert run == (1, REFUSED + "`amount` DECIMAL(18,2) -> STRING; `orders_fields.amount` "
+                   "DECIMAL(18,2) -> STRING; it breaks parsed_orders, quarantine, silver_orders, "
+                   "orders, orders_history; rebuild them from bronze with "
+                   "`exactly-once rederive parsed_orders`")
+    assert dry == run
+    assert key == (1, REFUSED + "AUTO CDC flow `orders`'s keys order_id -> customer_id; AUTO "
+                   "CDC flow `orders_history`'s keys order_id -> customer_id; it breaks orders, "
+                   "orders_history; rebuild them from bronze with "
+                   "`exactly-once rederive orders orders_history`")
+    assert stream.files() == before, "nothing was written"
+
+
+def test_rederive_rebuilds_what_a_refused_change_breaks(spark, added_field, tmp_path):
+    """`sequence` narrowed to INT: refused; `exactly-once rederive parsed_orders` rebuilds that
+    table and every one that reads it from bronze, and gold is the model's again."""
+    stream = added_field[0].fork(tmp_path)
+    narrowed = ("--set", "topics.orders.schema=" +
+                WITH_COUPON.replace("sequence BIGINT", "sequence INT"))
+    with cli_in_session(spark):
+        refused = stream.command("run", "--quiet", *narrowed)
+        rebuilt = stream.command("rederive", "--quiet", "parsed_orders", *narrowed)
+        again = stream.run([Event.of(coupon_order("e9", "o2", 3, "LATE"))], *narrowed)
+    assert refused[0] == 1 and refused[1].startswith(REFUSED + "`sequence` BIGINT -> INT;")
+    assert refused[1].endswith("it breaks parsed_orders, quarantine, silver_orders, orders, "
+                               "orders_history; rebuild them from bronze with "
+                               "`exactly-once rederive parsed_orders`")
+    assert rebuilt == (0, "") and again == (0, "")
+    assert dict(stream.table(spark, "silver_orders").dtypes)["sequence"] == "int"
+    assert_gold_is_the_models(spark, stream)
+
+
+def test_a_widened_type_is_widened_in_place(spark, added_field, tmp_path):
+    """`amount` DECIMAL(18,2) -> DECIMAL(20,2) and `xp` INT -> BIGINT take effect on the next
+    update with Delta's type widening, the protected XP ledger included: no table is rebuilt,
+    and values only the wider types hold reach gold."""
+    stream = added_field[0].fork(tmp_path)
+    rewards = load_settings("local").topic("player_rewards").schema
+    wider = ("--set", "topics.orders.schema=" +
+             WITH_COUPON.replace("amount DECIMAL(18,2)", "amount DECIMAL(20,2)"),
+             "--set", f"topics.player_rewards.schema={rewards.replace('xp INT', 'xp BIGINT')}")
+    ledger_id = delta_log.table_id(stream.warehouse / "player_xp_ledger")
+    with cli_in_session(spark):
+        assert stream.run([
+            Event.of(coupon_order("e9", "o2", 3, amount="123456789012345678.50")),
+            Event.of(grant("g2", "p1", 3_000_000_000, occurred_at=CLOCK.at(9))),
+        ], *wider) == (0, "")
+    assert dict(stream.table(spark, "silver_orders").dtypes)["amount"] == "decimal(20,2)"
+    assert dict(stream.table(spark, "orders_history").dtypes)["amount"] == "decimal(20,2)"
+    assert dict(stream.table(spark, "player_xp_ledger").dtypes)["xp"] == "bigint"
+    assert delta_log.table_id(stream.warehouse / "player_xp_ledger") == ledger_id, "not rebuilt"
+    assert ("player_xp_ledger", "xp", "widened", "bigint") in stream.schema_changes(spark, 3)
+    assert_gold_is_the_models(spark, stream)
+    ledger = {r["event_id"]: r["xp"] for r in stream.table(spark, "player_xp_ledger").collect()}
+    assert ledger == {e: g["xp"] for e, g in xp_ledger(stream.delivered).items()}
+    assert {r["player_id"]: r["total_xp"] for r in stream.table(spark, "player_xp").collect()} \
+        == {"p1": 3_000_000_005}

@@ -8,6 +8,7 @@
     exactly-once export-players [--days N ...] write a synthetic daily players export (CSV)
     exactly-once run [--source ...]            one triggered pipeline update into the warehouse
                      [--master spark://...]    ... on a Spark cluster, [--warehouse s3a://...]
+    exactly-once rederive [TABLE ...]          rebuild tables from bronze (a contract changed)
     exactly-once dry-run [--pipelines DIR]     validate the pipeline, reading and writing nothing
     exactly-once graph [--format mermaid|...]  the dataflow graph
     exactly-once show TABLE [--limit N]        the first rows of a table of the warehouse
@@ -38,13 +39,14 @@ from exactly_once.cli import (
     graph,
     produce,
     quality,
+    rederive,
     run,
     show,
 )
 from exactly_once.errors import ExactlyOnceError
 
-COMMANDS = (broker, cluster, engine, produce, generate, export_players, run, dry_run, graph, show,
-            events, explain, quality)
+COMMANDS = (broker, cluster, engine, produce, generate, export_players, run, rederive, dry_run,
+            graph, show, events, explain, quality)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -28,7 +28,7 @@ from exactly_once.errors import DeclarationError, ExactlyOnceError, GraphError
 from exactly_once.local.auto_cdc.from_snapshot import flow as snapshot_flow
 from exactly_once.local.auto_cdc.from_snapshot.spec import NextSnapshot, SnapshotCdcSpec
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
-from exactly_once.local.execution import flows, streams
+from exactly_once.local.execution import flows, schema_check, streams
 from exactly_once.local.execution.refresh import RefreshSelection, plan_refresh
 from exactly_once.local.execution.streams import flow_error
 from exactly_once.local.graph.dry_run import quiet_analysis_errors
@@ -65,8 +65,12 @@ class _FlowSetup:
 
 class PipelineUpdate:
     def __init__(self, spark: SparkSession, graph: PipelineGraph, warehouse: Warehouse,
-                 progress: Progress | None = None, timeline: Timeline | None = None):
+                 progress: Progress | None = None, timeline: Timeline | None = None,
+                 definition: str | None = None):
+        """`definition`: the fingerprint of what decides the flows' schemas
+        (schema_check.fingerprint); None checks them whatever the last update recorded."""
         self.spark, self.graph, self.warehouse = spark, graph, warehouse
+        self.definition = definition
         self.progress = progress or Progress(quiet=True)
         self.timeline = timeline or Timeline()
         self.update_id = event_log.new_update_id()
@@ -86,7 +90,12 @@ class PipelineUpdate:
         plan = plan_refresh(self.graph, selection or RefreshSelection())
         if unfinished := self.warehouse.unfinished_reset():  # a full refresh was cut short
             plan = plan.with_reset(self.graph, unfinished)
+        with timeline.span(UPDATE, "check schemas"):  # before anything is written
+            schema_check.refuse_incompatible(
+                self.spark, self.graph, self.warehouse,
+                [t for t in plan.update if t not in plan.reset], self.definition)
         self._reset = set(plan.reset)
+        self.result.reset = list(plan.reset)
         self.warehouse.begin_reset(plan.reset)
         with timeline.span(UPDATE, "reset tables"):
             self.warehouse.reset(self.spark, {name: [f.name for f in self.graph.flows_into(name)]
@@ -108,6 +117,9 @@ class PipelineUpdate:
             if first_error is not None:
                 raise first_error
             self.warehouse.end_reset()  # every reset table is recomputed
+            if self.definition is not None and set(plan.update) == set(tables):
+                # Every table took this definition: the next update checks only a new one.
+                schema_check.record(self.warehouse, self.graph, self.definition)
             with timeline.span(UPDATE, "row counts"):
                 self.result.table_rows = {name: self.warehouse.row_count(self.spark, name)
                                           for name in tables}

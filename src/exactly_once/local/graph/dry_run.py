@@ -80,6 +80,9 @@ class Analysis:
     dataflow: Dataflow
     problems: list[Problem] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
+    # flow -> the schema its query writes (an AUTO CDC flow: its target's); a flow whose
+    # query did not analyze has none.
+    schemas: dict[str, StructType] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -98,6 +101,7 @@ class _Analyzer:
         self.failed: set[str] = set()
         self.stack: list[str] = []  # datasets being analyzed, outermost first
         self.reads: dict[str, list[Read]] = {}  # flow -> what its query read
+        self.flow_schemas: dict[str, StructType] = {}  # flow -> what its query writes
         self.reading: list[str] = []  # flows whose queries are being built, innermost last
 
     def report(self, dataset: str | None, message: str) -> None:
@@ -133,6 +137,7 @@ class _Analyzer:
         schema = None
         for flow in self.graph.flows_into(name):
             df = self.query(flow)
+            self.flow_schemas[flow.name] = df.schema
             schema = schema or df.schema
         if schema is None:
             raise GraphError(f"dataset `{name}` has no flow")
@@ -218,6 +223,15 @@ def analyze(spark: SparkSession, settings: Settings, files: Sequence[Path]) -> A
     for key, value in settings.to_conf().items():
         spark.conf.set(key, value)  # as run_pipeline: what pipeline code reads its settings from
     graph, problems = _load(spark, files)
+    analysis = analyze_graph(spark, graph, problems)
+    analysis.files = list(files)
+    return analysis
+
+
+def analyze_graph(spark: SparkSession, graph: PipelineGraph,
+                  problems: Sequence[Problem] = ()) -> Analysis:
+    """Analyze every dataset's query of a loaded graph (its pipeline settings in `spark`'s
+    conf), collecting the problems; `problems`: those found loading it."""
     analyzer = _Analyzer(spark, graph, graph.declared_in)
     # A dataset with a problem of its declaration is not analyzed: its problem is reported.
     analyzer.failed.update(p.dataset for p in problems if p.dataset)
@@ -228,7 +242,7 @@ def analyze(spark: SparkSession, settings: Settings, files: Sequence[Path]) -> A
             except _Blocked:
                 pass
     return Analysis(graph, _dataflow(graph, analyzer.reads, graph.declared_in),
-                    [*problems, *analyzer.problems], list(files))
+                    [*problems, *analyzer.problems], schemas=analyzer.flow_schemas)
 
 
 def _load(spark: SparkSession, files: Sequence[Path]) -> tuple[PipelineGraph, list[Problem]]:

@@ -56,6 +56,7 @@ class UpdateResult:
     update_id: str = ""
     flows: list[FlowResult] = field(default_factory=list)
     table_rows: dict[str, int] = field(default_factory=dict)
+    reset: list[str] = field(default_factory=list)  # tables reset and recomputed from scratch
     seconds: float = 0.0
     timeline: Timeline = field(default_factory=Timeline)
 

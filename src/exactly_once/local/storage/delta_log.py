@@ -326,6 +326,14 @@ def schema_string(path: StoragePath | str) -> str | None:
     return None if metadata is None else metadata.get("schemaString")
 
 
+def created_time(path: StoragePath | str) -> int | None:
+    """When the table was created (its metadata's createdTime, epoch milliseconds): kept by
+    every version, so it outlives the commits the log has cleaned up."""
+    metadata = _latest_metadata(path)
+    created = None if metadata is None else metadata.get("createdTime")
+    return None if created is None else int(created)
+
+
 def table_property(path: StoragePath | str, key: str) -> str | None:
     """A property of the table's latest version (its metadata's configuration)."""
     metadata = _latest_metadata(path)

@@ -7,6 +7,8 @@
     <warehouse>/_pipeline/auto_cdc/<target>__rejected/  AUTO CDC rows with a NULL key or sequence
     <warehouse>/_pipeline/lock                          the update lock (see lock.py)
     <warehouse>/_pipeline/reset.json                    tables a full refresh is resetting
+    <warehouse>/_pipeline/definition.json               the definition the last update finished
+                                                        with (execution/schema_check.py)
 
 This module is the one place that knows the layout, so the runtime, the event log and the quality
 tools cannot disagree about it; whether a Delta table exists at a path is `delta_log`'s to say.
@@ -88,6 +90,9 @@ class Warehouse:
     def event_log_path(self) -> StoragePath:
         """Outside `_pipeline`: a full refresh keeps it, as Databricks keeps its event log."""
         return self.root / EVENT_LOG_DIR
+
+    def definition_path(self) -> StoragePath:
+        return self.root / PIPELINE_DIR / "definition.json"
 
     def lock_path(self) -> StoragePath:
         return self.root / PIPELINE_DIR / "lock"
