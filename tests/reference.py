@@ -223,11 +223,11 @@ def arrived_in_time(record: Delivered, event: dict, max_age: timedelta = MAX_EVE
 
 
 def xp_ledger(records: list[Delivered], topic: str = "player-rewards",
-              max_age: timedelta = MAX_EVENT_AGE) -> dict[str, dict]:
+              max_age: timedelta = MAX_EVENT_AGE, extra: Extra = NO_EXTRA) -> dict[str, dict]:
     """The processed-messages ledger: each valid grant once per event_id, if any delivery of it
     arrived in time (a copy of an applied grant adds nothing, however late)."""
     ledger = {}
-    for record, event in _valid_deliveries(records, topic, "player_id"):
+    for record, event in _valid_deliveries(records, topic, "player_id", extra):
         if arrived_in_time(record, event, max_age):
             ledger.setdefault(event["event_id"], event)
     return ledger

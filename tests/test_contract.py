@@ -33,7 +33,6 @@ from exactly_once.kafka.kcat import KafkaRecord
 from exactly_once.local.inspect.delivery import utc
 from exactly_once.transforms.silver import (
     TIMESTAMP_PATTERN,
-    UNKNOWN_FIELD,
     UNREADABLE,
     decimal_pattern,
     event_schema,
@@ -189,7 +188,8 @@ def test_the_schema_file_has_the_pipelines_fields_and_types(settings, name):
     topic = settings.topic(name)
     doc = contract_oracle.schema(topic.kafka_topic)
     Draft202012Validator.check_schema(doc)
-    assert doc["type"] == "object" and doc["additionalProperties"] is False
+    # Fields it does not name are kept aside (rescued_fields), not refused.
+    assert doc["type"] == "object" and doc["additionalProperties"] is True
     fields = event_schema(topic)
     assert list(doc["properties"]) == [f.name for f in fields]
     for field in fields:
@@ -348,7 +348,7 @@ def test_the_readme_lists_every_reason_the_pipeline_gives(spark, settings):
     listed = {name for item in re.findall(r"^- (.*?):", reasons, re.M)
               for name in re.findall(r"`([a-z0-9_<>]+)`", item)}
     fields = [f for t in settings.topics.values() for f in event_schema(t)]
-    given = set(UNREADABLE) | {UNKNOWN_FIELD, invalid("<field>")} | \
+    given = set(UNREADABLE) | {invalid("<field>")} | \
         {invalid_scale(f.name) for f in fields if isinstance(f.dataType, DecimalType)} | \
         {rule for t in settings.topics.values() for rule in t.rules}
     assert listed == given

@@ -401,3 +401,44 @@ def test_a_widened_type_is_widened_in_place(spark, added_field, tmp_path):
     assert ledger == {e: g["xp"] for e, g in xp_ledger(stream.delivered).items()}
     assert {r["player_id"]: r["total_xp"] for r in stream.table(spark, "player_xp").collect()} \
         == {"p1": 3_000_000_005}
+
+
+def test_fields_sent_before_the_contract_knows_them(spark, tmp_path):
+    """Producers deploy first: `coupon` and `bonus` arrive before conf/ names them. Nothing is
+    lost: the events enter silver with the fields kept aside (`rescued_fields`), gold goes on.
+    The contract then names both; new events carry them at once, and `exactly-once rederive`
+    rebuilds from bronze what was derived before, protected XP ledger included: gold is the
+    model's of the whole log with the fields known from the start."""
+    stream = Stream(tmp_path)
+    bonus = {"bonus": int}
+    rewards = load_settings("local").topic("player_rewards").schema
+    known = ("--set", f"topics.orders.schema={WITH_COUPON}",
+             "--set", f"topics.player_rewards.schema={rewards}, bonus INT")
+    early_grant = grant("g1", "p1", 5, occurred_at=CLOCK.at(1)) | {"bonus": 2}
+    with cli_in_session(spark):
+        assert stream.run([Event.of(coupon_order("e1", "o1", 1, "EARLY")),
+                           Event.of(coupon_order("e2", "o2", 1)),
+                           Event.of(early_grant)]) == (0, "")
+        silver = {r["event_id"]: r["rescued_fields"]
+                  for r in stream.table(spark, "silver_orders").collect()}
+        ledger_before = stream.table(spark, "player_xp_ledger").collect()
+        assert stream.run([Event.of(coupon_order("e3", "o3", 1, "NEW")),
+                           Event.of(grant("g2", "p1", 1, occurred_at=CLOCK.at(2)) | {"bonus": 3})],
+                          *known) == (0, "")
+        before_rederive = {r["order_id"]: r["coupon"]
+                           for r in stream.table(spark, "orders").collect()}
+        rebuilt = stream.command("rederive", "--quiet", *known)
+    assert silver == {"e1": '{"coupon":"EARLY"}', "e2": None}
+    assert [r["event_id"] for r in ledger_before] == ["g1"]
+    assert before_rederive == {"o1": None, "o2": None, "o3": "NEW"}
+    assert rebuilt == (0, "")
+    assert_gold_is_the_models(spark, stream)
+    delivered = stream.delivered
+    ledger = {r["event_id"]: (r["xp"], r["bonus"])
+              for r in stream.table(spark, "player_xp_ledger").collect()}
+    assert ledger == {e: (g["xp"], g.get("bonus"))
+                      for e, g in xp_ledger(delivered, extra=bonus).items()} == {
+        "g1": (5, 2), "g2": (1, 3)}
+    assert {r["event_id"]: r["rescued_fields"]
+            for r in stream.table(spark, "silver_orders").collect()} == {
+        "e1": None, "e2": None, "e3": None}

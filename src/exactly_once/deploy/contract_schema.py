@@ -40,6 +40,8 @@ COMMENT = (
     "UTF-8 JSON object with no repeated field name and nothing after it; integers are integer "
     "literals (7, not 7.0 or 7e0); the record's Kafka key equals the entity ID; occurred_at is "
     "at most topics.<topic>.max_clock_skew (5 minutes) after the record's Kafka timestamp. "
+    "A field the schema does not name is accepted: the pipeline keeps it aside "
+    "(`rescued_fields` in silver) until the contract names it. "
     "`(?!\\n)$` ends a pattern at the end of the text also in regex engines where `$` matches "
     "before a final line break.")
 # The keys of a property that its type decides; the others (description, enum, ...) are a
@@ -156,7 +158,7 @@ def skeleton(topic: TopicSettings) -> dict[str, Any]:
                        f"(key: {topic.key}).",
         "$comment": COMMENT,
         "type": "object",
-        "additionalProperties": False,
+        "additionalProperties": True,
         "required": [],
         "properties": {},
     }

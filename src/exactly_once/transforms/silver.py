@@ -4,7 +4,8 @@ The event contract is published as JSON Schema (conf/<kafka topic>.schema.json);
 enforces the same contract with Spark expressions from the topic's DDL schema and rules
 (conf/base.yml), and tests/test_contract*.py check that the two agree. A value either enters
 silver exactly as the producer sent it or goes to quarantine with every reason: nothing is
-rounded, coerced or truncated on the way.
+rounded, coerced or truncated on the way, and fields the contract does not name are kept aside
+(RESCUED_FIELDS).
 """
 
 from __future__ import annotations
@@ -39,8 +40,6 @@ INVALID_UTF8 = "invalid_utf8"  # the bytes are not UTF-8 text
 TRAILING_CONTENT = "trailing_content"  # a JSON object followed by anything but whitespace
 DUPLICATE_FIELD = "duplicate_field"  # a field name appears twice in the object
 UNREADABLE = (MALFORMED_JSON, INVALID_UTF8, TRAILING_CONTENT, DUPLICATE_FIELD)
-# Reasons of a readable object, besides the topic's rules.
-UNKNOWN_FIELD = "unknown_field"  # a field the contract does not have
 
 
 def invalid(field: str) -> str:
@@ -68,6 +67,13 @@ VALUE_DIGEST = "value_sha256"
 # Silver's column, on topics with a `max_event_age`: the broker received the event later than
 # that after it happened. Such a grant is not applied (gold's `late_events` keeps it).
 ARRIVED_LATE = "arrived_late"
+# The fields of an event the contract does not name (yet: producers deploy first), kept aside
+# as a JSON object, as Auto Loader keeps `_rescued_data`; NULL when there are none. The event is
+# valid without them, and nothing is lost: `exactly-once rederive` re-derives them from bronze
+# once the contract names them (README, "How the contract changes").
+RESCUED_FIELDS = "rescued_fields"
+# What silver keeps next to an event that is not the event itself: gold leaves it out.
+SILVER_ONLY = [*LINEAGE, RESCUED_FIELDS]
 
 
 def event_schema(topic: TopicSettings) -> StructType:
@@ -164,7 +170,8 @@ def _typed(field: StructField, value: Column) -> tuple[Column, Callable[[Column]
 
 
 def parse_events(bronze: DataFrame, topic: TopicSettings) -> DataFrame:
-    """The topic's records with typed event fields and `errors`: every check the record fails.
+    """The topic's records with typed event fields, the fields the contract does not name
+    (RESCUED_FIELDS) and `errors`: every check the record fails.
 
     The value is parsed once (see `_document`); every field's type check and every rule reads
     that one parse. `errors` is empty for a valid event.
@@ -188,11 +195,13 @@ def parse_events(bronze: DataFrame, topic: TopicSettings) -> DataFrame:
         F.col("_fields"))) \
         .withColumn("_fields", F.when(F.col("_unreadable").isNull(), F.col("_fields")))
     typed = {f.name: _typed(f, F.try_element_at("_fields", F.lit(f.name))) for f in schema}
-    unknown = F.when(F.size(F.array_except(F.map_keys("_fields"),
-                                           F.array(*[F.lit(f.name) for f in schema]))) > 0,
-                     F.lit(UNKNOWN_FIELD))
-    events = readable.select("*", *[value.alias(name) for name, (value, _) in typed.items()])
-    checks = F.array(*[failed(F.col(f"`{name}`")) for name, (_, failed) in typed.items()], unknown,
+    known = F.array(*[F.lit(f.name) for f in schema])
+    # A null field counts as absent, here too.
+    rescued = F.map_filter("_fields", lambda name, value: ~F.array_contains(known, name)
+                           & ~F.is_variant_null(value))
+    events = readable.select("*", *[value.alias(name) for name, (value, _) in typed.items()],
+                             F.when(F.size(rescued) > 0, F.to_json(rescued)).alias(RESCUED_FIELDS))
+    checks = F.array(*[failed(F.col(f"`{name}`")) for name, (_, failed) in typed.items()],
                      *rule_failures(dict(topic.rules)))
     errors = F.when(F.col("_unreadable").isNotNull(), F.array("_unreadable")).otherwise(
         F.filter(checks, lambda e: e.isNotNull()))
@@ -209,8 +218,8 @@ def well_formed_events(parsed: DataFrame, topic: TopicSettings) -> DataFrame:
     """
     fields = [f.name for f in event_schema(topic)]
     parse_errors = F.array_except("errors", F.array(*[F.lit(name) for name in topic.rules]))
-    return parsed.where(F.size(parse_errors) == 0).select(*fields, "kafka_key", *LINEAGE,
-                                                          VALUE_DIGEST, "errors")
+    return parsed.where(F.size(parse_errors) == 0).select(*fields, RESCUED_FIELDS, "kafka_key",
+                                                          *LINEAGE, VALUE_DIGEST, "errors")
 
 
 def rule_verdicts(topic: TopicSettings) -> dict[str, str]:
@@ -230,10 +239,10 @@ def arrived_late(max_age: str) -> Column:
 
 
 def silver_columns(topic: TopicSettings) -> list[str]:
-    """What a silver table stores: the event's contract fields, its lineage and, on topics with a
-    `max_event_age`, ARRIVED_LATE."""
+    """What a silver table stores: the event's contract fields, the fields it has beyond them
+    (RESCUED_FIELDS), its lineage and, on topics with a `max_event_age`, ARRIVED_LATE."""
     late = [ARRIVED_LATE] if topic.max_event_age else []
-    return [*(f.name for f in event_schema(topic)), *LINEAGE, *late]
+    return [*(f.name for f in event_schema(topic)), RESCUED_FIELDS, *LINEAGE, *late]
 
 
 def silver_events(checked: DataFrame, topic: TopicSettings) -> DataFrame:

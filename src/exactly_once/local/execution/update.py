@@ -225,13 +225,14 @@ class PipelineUpdate:
         reason."""
         setup = _FlowSetup(table=flow.target, flow=flow.name)
         df: Query | None
-        try:
-            with quiet_analysis_errors():  # raised again below, or built again
-                df = self._build(flow, setup)
-        except Exception:
-            if not setup.not_waited_for:
-                raise
-            df = None
+        with self.timeline.span(flow.name, "build query"):
+            try:
+                with quiet_analysis_errors():  # raised again below, or built again
+                    df = self._build(flow, setup)
+            except Exception:
+                if not setup.not_waited_for:
+                    raise
+                df = None
         for name in setup.not_waited_for:  # up to date before the query asks for offsets
             self._wait_for(setup.table, name, setup.flow)
         if df is None or self._schema_changed_since_built(setup):
@@ -318,8 +319,7 @@ class PipelineUpdate:
     def _run_flow(self, flow: Flow | AutoCdcSpec | SnapshotCdcSpec) -> None:
         kind, run = self._runner(flow)
         started = self.timeline.now()
-        with self.timeline.span(flow.name, "build query"):
-            df, setup = self._built_against_upstream(flow)
+        df, setup = self._built_against_upstream(flow)
         if setup.streamed & self._reset and flow.target not in self._reset:
             # A kept table (protected, or not selected) reads a table rebuilt in this update:
             # its checkpoint names the old table, so it reads the new one from the start.
