@@ -430,9 +430,6 @@ dp.create_auto_cdc_from_snapshot_flow(target="target", source={source}, keys=["K
                  "create_auto_cdc_from_snapshot_flow: track_history_column_list / "
                  "track_history_except_column_list need stored_as_scd_type=2",
                  id="history columns of SCD1"),
-    pytest.param('dp.create_streaming_table("target")', "snapshots", ", once=True",
-                 "create_auto_cdc_from_snapshot_flow: local AUTO CDC FROM SNAPSHOT does not "
-                 "support once=True", id="once"),
 ])
 def test_a_wrong_declaration_fails_the_load(spark, tmp_path, target, source, options, error):
     (tmp_path / "target.py").write_text(FLOW_INTO.format(target=target, source=source,

@@ -104,7 +104,7 @@ def validated(validate) -> dict[str, dict]:
 def test_bundle_validates_and_carries_the_targets_settings(validated, target):
     config = validated[target]
     pipeline = config["resources"]["pipelines"][bundle_resource.PIPELINE_KEY]
-    assert pipeline["configuration"] == load_settings(target).to_conf()
+    assert pipeline["configuration"] == load_settings(target).pipeline_configuration()
     assert pipeline["catalog"] and pipeline["schema"] and "${" not in pipeline["schema"]
     assert pipeline["continuous"] is False
     assert config["bundle"]["mode"] == ("development" if target == "dev" else "production")

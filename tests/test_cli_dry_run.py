@@ -207,7 +207,7 @@ def test_every_problem_is_reported_not_only_the_first(in_session, tmp_path, caps
 
 def test_no_pipeline_files(in_session, tmp_path, capsys):
     assert cli.main(["dry-run", "--pipelines", str(tmp_path)]) == 1
-    assert capsys.readouterr().err == f"{ERROR}no pipeline files (*.py) in {tmp_path}\n"
+    assert capsys.readouterr().err == f"{ERROR}no pipeline files (*.py, *.sql) in {tmp_path}\n"
 
 
 # -- graph -------------------------------------------------------------------------------------

@@ -73,9 +73,6 @@ CASES = {
     "a key that is an expression": (
         auto_cdc('keys=[F.col("id") + 1], sequence_by="ts"'), "current", "current",
         "create_auto_cdc_flow: keys takes column names, got the expression +(id, 1)"),
-    "once": (
-        auto_cdc('keys=["id"], sequence_by="ts", once=True'), "current", "current",
-        "create_auto_cdc_flow: local AUTO CDC does not support once=True"),
     "column_list and except_column_list": (
         auto_cdc('keys=["id"], sequence_by="ts", column_list=["id"], except_column_list=["ts"]'),
         "current", "current",
@@ -108,10 +105,6 @@ CASES = {
     "a snapshot flow with no key": (
         from_snapshot('source=snapshots, keys=[]'), "current", "current",
         "create_auto_cdc_from_snapshot_flow needs at least one key"),
-    "a snapshot flow once": (
-        from_snapshot('source=snapshots, keys=["id"], once=True'), "current", "current",
-        "create_auto_cdc_from_snapshot_flow: local AUTO CDC FROM SNAPSHOT does not support "
-        "once=True"),
     "a snapshot flow of SCD type 3": (
         from_snapshot('source=snapshots, keys=["id"], stored_as_scd_type="3"'), "current",
         "current", "create_auto_cdc_from_snapshot_flow: stored_as_scd_type must be 1 or 2, "

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from exactly_once.errors import BrokerError
-from exactly_once.services import lifecycle
+from exactly_once.errors import BrokerError, ObjectStoreError
+from exactly_once.services import lifecycle, s3_server
 from exactly_once.services.processes import free_port, pid_alive, reap
 
 MARKER = "lifecycle-test-server"
@@ -107,3 +107,14 @@ def test_a_state_file_that_is_not_a_json_object_is_no_state(tmp_path: Path):
     assert state.read() is None
     state.path.write_text("{not json")
     assert state.read() is None
+
+
+def test_a_second_start_of_a_service_on_other_arguments_is_refused(s3_store):
+    """Started again as it runs, a service is returned as it is; asked for another port or
+    bucket, it says what runs instead of ignoring the arguments."""
+    assert s3_server.start(s3_store.home, s3_store.port, s3_store.bucket) == s3_store
+    with pytest.raises(ObjectStoreError, match=f"already running on port {s3_store.port} "
+                                               f"with bucket {s3_store.bucket}"):
+        s3_server.start(s3_store.home, free_port(), s3_store.bucket)
+    with pytest.raises(ObjectStoreError, match="with bucket"):
+        s3_server.start(s3_store.home, s3_store.port, "another")

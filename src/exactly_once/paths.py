@@ -30,7 +30,11 @@ SPARK_LOG = LOCAL_DIR / "logs" / "spark.log"
 PROFILES_DIR = LOCAL_DIR / "profiles"
 
 
+PIPELINE_SUFFIXES = (".py", ".sql")  # Python and SQL source files, as Databricks runs both
+
+
 def pipeline_files(root: Path = PIPELINES_DIR) -> list[Path]:
-    """The pipeline's source files, in order: what a bundle's `libraries: - glob: include:
-    pipelines/**` deploys, and what the local runtime loads."""
-    return sorted(p for p in root.rglob("*.py") if "__pycache__" not in p.parts)
+    """The pipeline's source files (Python and SQL), in order: what a bundle's `libraries: -
+    glob: include: pipelines/**` deploys, and what the local runtime loads."""
+    return sorted(p for p in root.rglob("*") if p.suffix in PIPELINE_SUFFIXES and p.is_file()
+                  and "__pycache__" not in p.parts)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from exactly_once.errors import CliError, SettingsError
 from exactly_once.kafka.kcat import kcat_dump_files
 from exactly_once.paths import DEFAULT_WAREHOUSE, PIPELINES_DIR, SPARK_LOG, pipeline_files
+from exactly_once.settings import configuration
 from exactly_once.settings.engine import EngineSettings, load_engine
 from exactly_once.settings.pipeline import (
     FILE_SOURCE,
@@ -50,13 +51,18 @@ def command(subparsers: argparse._SubParsersAction, name: str, handler: Handler,
 
 # -- settings and the broker -------------------------------------------------------------------
 def settings_of(args: argparse.Namespace) -> Settings:
-    """conf/ for `--target`, with this command's `--set`, `--bootstrap-servers`, `--source`."""
+    """conf/ for `--target`, with this command's `--set`, `--bootstrap-servers`, `--source`,
+    and its `--conf` over conf/'s pipeline configuration."""
     overrides = setting_overrides(getattr(args, "overrides", []), args.target)
     if getattr(args, "bootstrap_servers", None):
         overrides["exactly_once.kafka.bootstrap_servers"] = args.bootstrap_servers
     if getattr(args, "source", None):
         overrides["exactly_once.source"] = args.source
-    return load_settings(args.target, overrides=overrides)
+    settings = load_settings(args.target, overrides=overrides)
+    if not getattr(args, "conf", None):
+        return settings
+    return dataclasses.replace(settings, configuration={
+        **settings.configuration, **configuration.assignments(args.conf)})
 
 
 def engine_of(args: argparse.Namespace) -> EngineSettings:
@@ -108,7 +114,7 @@ def analyze_pipelines(args: argparse.Namespace) -> Analysis:
     settings = dataclasses.replace(settings, source=resolve_source(settings.source))
     files = pipeline_files(args.pipelines) if args.pipelines.is_dir() else []
     if not files:
-        raise CliError(f"no pipeline files (*.py) in {args.pipelines}")
+        raise CliError(f"no pipeline files (*.py, *.sql) in {args.pipelines}")
     with tempfile.TemporaryDirectory(prefix="exactly-once-") as scratch:
         spark = session.build_session(Path(scratch), log_level="OFF", jvm_log=SPARK_LOG)
         try:
@@ -145,6 +151,23 @@ def add_overrides(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--set", dest="overrides", action="append", default=[],
                         metavar="KEY=VALUE", help="a setting of conf/ for this command only, "
                         "e.g. kafka.fail_on_data_loss=false")
+
+
+def add_configuration(parser: argparse.ArgumentParser) -> None:
+    """`--conf KEY=VALUE`, repeatable: a pipeline parameter for this command only, over conf/'s
+    `configuration:` (settings/configuration.py)."""
+    parser.add_argument("--conf", action="append", default=[], type=_configuration_pair,
+                        metavar="KEY=VALUE", help="a pipeline parameter (spark.conf.get(KEY) in "
+                        "pipeline code) for this command only, over conf/'s `configuration:`; "
+                        "repeatable")
+
+
+def _configuration_pair(text: str) -> str:
+    try:
+        configuration.split(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return text
 
 
 def add_bootstrap_servers(parser: argparse.ArgumentParser) -> None:

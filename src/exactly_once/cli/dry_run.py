@@ -20,15 +20,21 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                          "a change they cannot take is a problem, as `run` refuses it "
                          f"(default: {DEFAULT_WAREHOUSE})")
     common.add_overrides(parser)
+    common.add_configuration(parser)
 
 
 def handle(args: argparse.Namespace) -> int:
+    from exactly_once.errors import ExactlyOnceError
     from exactly_once.local.execution import schema_check
     from exactly_once.local.graph.dry_run import Problem
     from exactly_once.local.storage.warehouse import Warehouse
 
     analysis = common.analyze_pipelines(args)
     lake = Warehouse(args.warehouse)
+    try:  # where each table is stored (a declared `path`), as an update finds it
+        lake = lake.declaring(analysis.graph.definitions())
+    except ExactlyOnceError as err:
+        analysis.problems.append(Problem(str(err)))
     found = schema_check.breakages(analysis, lake, [t.name for t in analysis.graph.tables()],
                                    schema_check.recorded(lake))
     if found:

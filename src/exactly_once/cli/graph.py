@@ -16,6 +16,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--format", choices=FORMATS, default="mermaid")
     parser.add_argument("--source", type=common.source, help="as for `run`")
     common.add_overrides(parser)
+    common.add_configuration(parser)
 
 
 def handle(args: argparse.Namespace) -> int:

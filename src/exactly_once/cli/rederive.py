@@ -22,6 +22,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--master", help="as for `run`")
     common.add_bootstrap_servers(parser)
     common.add_overrides(parser)
+    common.add_configuration(parser)
     parser.add_argument("--quiet", action="store_true", help="no per-batch progress")
 
 

@@ -34,6 +34,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--set", dest="overrides", action="append", default=[],
                         metavar="KEY=VALUE", help="a setting of conf/ for this update only, "
                         "e.g. kafka.fail_on_data_loss=false")
+    common.add_configuration(parser)
     parser.add_argument("--quiet", action="store_true", help="no per-batch progress")
     parser.add_argument("--profile", action="store_true", help="count each phase's Spark jobs, "
                         "print the top costs and write a trace (Chrome / Perfetto JSON)")

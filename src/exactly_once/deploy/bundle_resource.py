@@ -2,17 +2,22 @@
 
 `conf/` is the one place settings live. The bundle's pipeline `configuration` must carry exactly
 the keys `load_settings(target).to_conf()` produces, because the pipeline reads them back with
-`pipeline_settings(spark)`. This module renders resources/exactly_once.pipeline.yml from conf/:
+`pipeline_settings(spark)`, and the pipeline's own parameters, conf/'s `configuration:`
+(settings/configuration.py), which pipeline code reads with `spark.conf.get`. This module renders
+resources/exactly_once.pipeline.yml from conf/:
 
 * a setting that is the same in every deploy target is written as a literal;
 * a setting that may differ per target is written as `${var.<name>}` (see `bundle_variables`),
   and databricks.yml sets that variable in each target to the value conf/targets/<target>.yml
-  gives;
+  gives; so is a parameter of `configuration:` whose value differs between deploy targets
+  (its variable named after its key: `mypipeline.startDate` is `mypipeline_startdate`);
 * a setting that differs between targets without a variable is an error naming it.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from pathlib import Path
 
 import yaml
@@ -29,8 +34,9 @@ BUNDLE_FILE = PROJECT_ROOT / "databricks.yml"
 TARGET_ONLY_VARIABLES = ("catalog", "schema")
 
 
-def bundle_variables(conf: dict[str, str]) -> dict[str, str]:
-    """Pipeline setting -> the bundle variable that carries it, for the settings `conf`."""
+def bundle_variables(conf: dict[str, str], parameters: Iterable[str] = ()) -> dict[str, str]:
+    """Pipeline setting -> the bundle variable that carries it, for the settings `conf` and the
+    configuration `parameters` whose values differ between deploy targets."""
     variables = {
         f"{PREFIX}.kafka.bootstrap_servers": "kafka_bootstrap_servers",
         f"{PREFIX}.kafka.secret_scope": "kafka_secret_scope",
@@ -39,7 +45,21 @@ def bundle_variables(conf: dict[str, str]) -> dict[str, str]:
         variables[f"{PREFIX}.topics.{topic}.watermark_delay"] = f"{topic}_watermark_delay"
     for export in _names(conf, "exports"):  # where the export lands: a Volume per target
         variables[f"{PREFIX}.exports.{export}.path"] = f"{export}_export_path"
+    for key in parameters:
+        name = re.sub(r"[^0-9a-z]+", "_", key.lower()).strip("_")
+        if name in (*variables.values(), *TARGET_ONLY_VARIABLES):
+            raise SettingsError(f"configuration key {key}: its bundle variable {name} is "
+                                "already another setting's")
+        variables[key] = name
     return variables
+
+
+def varying_parameters(targets: tuple[str, ...] = DEPLOY_TARGETS,
+                       conf_dir: Path = CONF_DIR) -> list[str]:
+    """The configuration keys whose values differ between `targets`."""
+    configurations = [load_settings(t, conf_dir).configuration for t in targets]
+    keys = dict.fromkeys(k for c in configurations for k in c)
+    return [k for k in keys if len({c.get(k) for c in configurations}) > 1]
 
 
 def _names(conf: dict[str, str], section: str) -> list[str]:
@@ -49,13 +69,13 @@ def _names(conf: dict[str, str], section: str) -> list[str]:
 def pipeline_configuration(targets: tuple[str, ...] = DEPLOY_TARGETS,
                            conf_dir: Path = CONF_DIR) -> dict[str, str]:
     """The pipeline `configuration` mapping, `${var.*}` where the value is per target."""
-    confs = {t: load_settings(t, conf_dir).to_conf() for t in targets}
+    confs = {t: load_settings(t, conf_dir).pipeline_configuration() for t in targets}
     first = confs[targets[0]]
     for target, conf in confs.items():
         if conf.keys() != first.keys():
             raise SettingsError(f"targets {targets[0]} and {target} define different settings: "
                                 f"{sorted(conf.keys() ^ first.keys())}")
-    variables = bundle_variables(first)
+    variables = bundle_variables(first, varying_parameters(targets, conf_dir))
     configuration = {}
     for key, value in first.items():
         if key in variables:
@@ -71,8 +91,8 @@ def pipeline_configuration(targets: tuple[str, ...] = DEPLOY_TARGETS,
 
 def target_variables(target: str, conf_dir: Path = CONF_DIR) -> dict[str, str]:
     """The values databricks.yml must give the pipeline variables in `target`."""
-    conf = load_settings(target, conf_dir).to_conf()
-    variables = bundle_variables(conf)
+    conf = load_settings(target, conf_dir).pipeline_configuration()
+    variables = bundle_variables(conf, varying_parameters(conf_dir=conf_dir))
     return {name: conf[key] for key, name in variables.items()}
 
 
@@ -83,7 +103,8 @@ _HEADER = """\
 #
 # The pipeline: exactly the files under pipelines/ that the local runtime loads, with the
 # project's package installed in its environment. `configuration` is
-# load_settings(<target>).to_conf(); the pipeline reads it back with spark.conf.get.
+# load_settings(<target>).to_conf() and conf/'s `configuration:` (the pipeline's parameters); the
+# pipeline reads both with spark.conf.get.
 
 resources:
   pipelines:

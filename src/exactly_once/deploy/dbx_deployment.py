@@ -38,7 +38,7 @@ def dbx_deployment(conf_dir: Path = CONF_DIR) -> dict[str, Any]:
             "continuous": False,
             "libraries": [{"file": {"path": f"{folder}/{f}"}} for f in files],
             "environment": {"dependencies": [f"--editable {folder}"]},
-            "configuration": load_settings(target, conf_dir).to_conf(),
+            "configuration": load_settings(target, conf_dir).pipeline_configuration(),
         }
         job = {
             "name": f"exactly_once_quality_{target}",

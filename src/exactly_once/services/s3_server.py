@@ -67,11 +67,14 @@ def status(home: Path) -> S3Server | None:
 
 
 def start(home: Path, port: int, bucket: str = "lake", timeout: float = 30) -> S3Server:
-    """Start the server for `home` on `port` with `bucket` in it; one already running there is
-    returned as it is."""
+    """Start the server for `home` on `port` with `bucket` in it; one already running there on
+    that port with that bucket is returned as it is, on another it is an error."""
     home = Path(home).resolve()
     running = status(home)
     if running is not None:
+        if (running.port, running.bucket) != (port, bucket):
+            raise ObjectStoreError(f"the S3 server in {home} is already running on port "
+                                   f"{running.port} with bucket {running.bucket}")
         return running
     if not SERVER.is_file():
         raise ObjectStoreError(f"no S3 server at {SERVER}; run `make s3-server` first")

@@ -4,7 +4,8 @@ Locally, `load_settings(target)` reads conf/base.yml plus conf/targets/<target>.
 runtime (and, on Databricks, the bundle's pipeline `configuration`) puts `Settings.to_conf()` into
 the Spark conf; pipeline code reads it back with `pipeline_settings(spark)`. Both go through
 `Settings.from_conf`, so a missing or malformed setting fails the same way everywhere: a
-`SettingsError` naming the key.
+`SettingsError` naming the key. The user's own pipeline parameters (conf/'s `configuration:`)
+ride along as `Settings.configuration` (configuration.py), never as `exactly_once.*` keys.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from exactly_once.errors import SettingsError
 from exactly_once.paths import CONF_DIR
 from exactly_once.settings import values
 from exactly_once.settings.conf_files import target_document
+from exactly_once.settings.configuration import from_document as configuration_from
 from exactly_once.settings.exports import ExportSettings
 from exactly_once.settings.values import PREFIX
 
@@ -99,6 +101,9 @@ class Settings:
     kafka: KafkaSettings
     topics: Mapping[str, TopicSettings]
     exports: Mapping[str, ExportSettings] = field(default_factory=dict)
+    # conf/'s `configuration:`: the pipeline's parameters, which the runtime puts in the session
+    # for each update (not in `to_conf`: Spark conf does not say which keys are parameters).
+    configuration: Mapping[str, str] = field(default_factory=dict)
 
     def topic(self, name: str) -> TopicSettings:
         try:
@@ -153,6 +158,11 @@ class Settings:
             conf |= {f"{p}.path": e.path, f"{p}.key": e.key, f"{p}.schema": e.schema,
                      f"{p}.track_history": ",".join(e.track_history)}
         return conf
+
+    def pipeline_configuration(self) -> dict[str, str]:
+        """The `configuration` of the pipeline a deployment creates: `to_conf()` and the
+        pipeline's parameters (conf/'s `configuration:`, whose keys are never `exactly_once.*`)."""
+        return self.to_conf() | dict(self.configuration)
 
     @classmethod
     def from_conf(cls, get: Callable[[str], str | None]) -> Settings:
@@ -282,9 +292,9 @@ def _exports_from_project_root(flat: dict[str, str], conf_dir: Path) -> dict[str
 def load_settings(target: str = "local", conf_dir: Path = CONF_DIR,
                   overrides: Mapping[str, str] | None = None) -> Settings:
     """Settings for a target from conf/base.yml + conf/targets/<target>.yml (+ flat overrides)."""
-    flat = _exports_from_project_root(_flatten_yaml(target_document(target, conf_dir)),
-                                      conf_dir) | dict(overrides or {})
-    return Settings.from_conf(flat.get)
+    document = target_document(target, conf_dir)
+    flat = _exports_from_project_root(_flatten_yaml(document), conf_dir) | dict(overrides or {})
+    return replace(Settings.from_conf(flat.get), configuration=configuration_from(document))
 
 
 def setting_overrides(assignments: Sequence[str], target: str = "local",

@@ -9,22 +9,6 @@ from exactly_once.settings.pipeline import TopicSettings
 from exactly_once.transforms.silver import ARRIVED_LATE, event_schema
 
 
-def player_xp_totals(ledger: DataFrame) -> DataFrame:
-    """Total XP per player from the ledger, which holds each applied event_id once.
-
-    A plain GROUP BY of sums, counts and a max over one Delta table: a shape Databricks can
-    refresh incrementally.
-    """
-    return (
-        ledger.groupBy("player_id")
-        .agg(
-            F.sum("xp").cast("bigint").alias("total_xp"),
-            F.count("*").alias("xp_events"),
-            F.max("occurred_at").alias("last_granted_at"),
-        )
-    )
-
-
 def in_time_grants(rewards: DataFrame) -> DataFrame:
     """Silver's grants that arrived in time to apply; all of them when there is no limit."""
     if ARRIVED_LATE not in rewards.columns:

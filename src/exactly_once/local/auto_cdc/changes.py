@@ -14,7 +14,7 @@ from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from exactly_once.errors import DeclarationError
+from exactly_once.errors import DeclarationError, FlowError
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.storage import delta_log
 from exactly_once.local.storage.schema_evolution import stored_schema
@@ -65,7 +65,10 @@ def check_columns(spec: AutoCdcSpec, source_columns: list[str]) -> None:
                        ("except_column_list", spec.except_column_list),
                        ("track_history_column_list", spec.track_history_column_list),
                        ("track_history_except_column_list",
-                        spec.track_history_except_column_list)]:
+                        spec.track_history_except_column_list),
+                       ("ignore_null_updates_column_list", spec.ignore_null_updates_column_list),
+                       ("ignore_null_updates_except_column_list",
+                        spec.ignore_null_updates_except_column_list)]:
         missing = [n for n in names or () if n.lower() not in known]
         if missing:
             raise error(f"AUTO CDC flow `{spec.name}`: {arg} names "
@@ -75,11 +78,37 @@ def check_columns(spec: AutoCdcSpec, source_columns: list[str]) -> None:
         unnamed = set(spec.column_list) - set(source_columns)
         if unnamed:
             raise error(f"{spec.name}: column_list names unknown columns {sorted(unnamed)}")
-    if spec.track_history_column_list is not None:
-        unknown = set(spec.track_history_column_list) - set(data_columns(spec, source_columns))
+    data = {c.lower() for c in data_columns(spec, source_columns)}
+    for arg, names in [("track_history_column_list", spec.track_history_column_list),
+                       ("ignore_null_updates_column_list", spec.ignore_null_updates_column_list)]:
+        unknown = {n for n in names or () if n.lower() not in data}
         if unknown:
-            raise error(f"{spec.name}: track_history_column_list names columns that are not "
-                        f"non-key target columns: {sorted(unknown)}")
+            raise error(f"{spec.name}: {arg} names columns that are not non-key target columns: "
+                        f"{sorted(unknown)}")
+
+
+def check_source(spec: AutoCdcSpec, source: DataFrame) -> None:
+    """A change feed's source is a stream; a once flow's, a batch or a stream, read once (as
+    Databricks' database replication page hydrates a table from a streaming view:
+    https://docs.databricks.com/aws/en/ldp/database-replication)."""
+    if not spec.once and not source.isStreaming:
+        raise FlowError(f"AUTO CDC flow `{spec.name}` needs a streaming source; "
+                        f"`{spec.source}` is not one")
+
+
+def null_ignoring(spec: AutoCdcSpec, columns: list[str]) -> list[str]:
+    """Of the target's non-key `columns`, those whose NULLs in an update keep the value they had:
+    every one (`ignore_null_updates`), those listed, or all but those listed; none by default.
+    Names match as Spark resolves them, case-insensitively."""
+    if spec.ignore_null_updates:
+        return list(columns)
+    if spec.ignore_null_updates_column_list is not None:
+        listed = {c.lower() for c in spec.ignore_null_updates_column_list}
+        return [c for c in columns if c.lower() in listed]
+    if spec.ignore_null_updates_except_column_list is not None:
+        excepted = {c.lower() for c in spec.ignore_null_updates_except_column_list}
+        return [c for c in columns if c.lower() not in excepted]
+    return []
 
 
 def target_columns(spec: AutoCdcSpec, source_columns: list[str]) -> list[str]:

@@ -56,6 +56,7 @@ from exactly_once.local.auto_cdc.changes import (
     data_columns,
     fill_null_updates,
     merge_condition,
+    null_ignoring,
     observed_counts,
     state_of_keys,
     tag_events,
@@ -235,7 +236,8 @@ def apply_scd1_batch(spark: SparkSession, batch: DataFrame, spec: AutoCdcSpec,
     applied, deletes, from_truncates, in_target = (int(counts.get[c]) for c in (
         "applied", "deletes", "from_truncates", "in_target"))
     committed = applied > 0 and _apply(spark, spec, changes, batch.columns,
-                                       data_columns(spec, batch.columns), applied == deletes,
+                                       null_ignoring(spec, data_columns(spec, batch.columns)),
+                                       applied == deletes,
                                        in_target > 0, target_path, state_path, write)
     if tombstone_gc_seconds is not None \
             and tombstones_may_have_expired(state_path, tombstone_gc_seconds):
@@ -273,8 +275,9 @@ def _plan_changes(spark: SparkSession, batch: DataFrame, spec: AutoCdcSpec, stat
     fresh = good.join(stored, list(spec.keys), "left").where(
         F.col(STORED_SEQUENCE).isNull() | newer
     ).withColumn(IN_TARGET, held).drop(STORED_SEQUENCE, STORED_TIE, STORED_DELETED)
-    if spec.ignore_null_updates:
-        fresh = fill_null_updates(fresh, spec, columns)
+    ignored = null_ignoring(spec, columns)
+    if ignored:
+        fresh = fill_null_updates(fresh, spec, ignored)
     counts = Observation()
     changes = latest_per_key(fresh, spec).observe(
         counts, F.count(F.lit(1)).alias("applied"), F.count_if(F.col(IS_DELETE)).alias("deletes"),
@@ -284,7 +287,7 @@ def _plan_changes(spark: SparkSession, batch: DataFrame, spec: AutoCdcSpec, stat
 
 
 def _apply(spark: SparkSession, spec: AutoCdcSpec, changes: DataFrame, source_columns: list[str],
-           columns: list[str], only_deletes: bool, holds_keys: bool, target_path: str,
+           ignored: list[str], only_deletes: bool, holds_keys: bool, target_path: str,
            state_path: str, write: BatchWrite) -> bool:
     """The target's write, then the state rows; whether this call applied the batch.
 
@@ -309,9 +312,9 @@ def _apply(spark: SparkSession, spec: AutoCdcSpec, changes: DataFrame, source_co
     else:
         values: dict[str, str | Column] = {f"`{c}`": f"s.`{c}`" for c in order}
         updates = dict(values)
-        if spec.ignore_null_updates:  # NULL keeps the target's value, unless re-inserted
-            updates.update({f"`{c}`": f"CASE WHEN s.{RESET} THEN s.`{c}` "
-                                      f"ELSE coalesce(s.`{c}`, t.`{c}`) END" for c in columns})
+        # NULL keeps the target's value where NULLs are ignored, unless re-inserted
+        updates.update({f"`{c}`": f"CASE WHEN s.{RESET} THEN s.`{c}` "
+                                  f"ELSE coalesce(s.`{c}`, t.`{c}`) END" for c in ignored})
         target_merge = (
             DeltaTable.forPath(spark, target_path).alias("t")
             .merge(changes.alias("s"), merge_condition(spec))

@@ -45,6 +45,7 @@ from exactly_once.local.auto_cdc.changes import (
     data_columns,
     fill_null_updates,
     merge_condition,
+    null_ignoring,
     observed_counts,
     rows_of_keys,
     state_of_keys,
@@ -122,8 +123,9 @@ def ensure_state_table(spark: SparkSession, spec: AutoCdcSpec, source: DataFrame
 def versions_of(history: DataFrame, spec: AutoCdcSpec, columns: list[str],
                 tracked: list[str], order: list[str]) -> DataFrame:
     """Replay each key's events (keys, SEQUENCE, IS_DELETE, columns) in sequence order."""
-    if spec.ignore_null_updates:  # a NULL keeps the previous event's value, until a delete
-        history = fill_null_updates(history, spec, columns).drop(RESET)
+    ignored = null_ignoring(spec, columns)
+    if ignored:  # a NULL there keeps the previous event's value, until a delete
+        history = fill_null_updates(history, spec, ignored).drop(RESET)
     by_sequence = Window.partitionBy(*spec.keys).orderBy(SEQUENCE)
     so_far = by_sequence.rowsBetween(Window.unboundedPreceding, Window.currentRow)
     tracked_value = F.struct(*[F.col(f"`{c}`") for c in tracked]) if tracked else F.lit(True)

@@ -5,8 +5,13 @@ executors' Python, and the object store's connector when the warehouse is on one
 executors on a standalone cluster's workers (cluster.py starts one here): the driver ships them
 the jars the pyspark wheel lacks (`spark.jars`: Delta, the Kafka source and, for an `s3a://`
 warehouse, Hadoop's S3A connector with the AWS SDK modules it uses) and names their Python
-(`spark.pyspark.python`). No task of the pipeline runs Python (no UDF: every flow is Spark SQL,
-and `foreachBatch` runs on the driver), so no project module has to reach an executor.
+(`spark.pyspark.python`).
+
+A Python UDF of a pipeline file runs in Python worker processes, in `local[N]` and on a
+cluster's executors alike: `python` is their interpreter, this one by default, whose environment
+has the project's dependencies (pyarrow for `pandas_udf` and Arrow UDFs). Without it pyspark
+starts whatever `python3` comes first on PATH. The project's own pipeline runs no UDF (every
+flow is Spark SQL, and `foreachBatch` runs on the driver).
 
 Everything the object store needs is scheme-specific (`fs.s3a.*`, `spark.delta.logStore.s3a.impl`):
 a local warehouse's files go through exactly the settings they did before.
@@ -36,6 +41,7 @@ class Deployment:
     master: str = "local[2]"
     conf: Mapping[str, str] = field(default_factory=dict)
     jar_dirs: tuple[Path, ...] = ()  # jars beyond Delta and the Kafka source
+    python: str = sys.executable  # the Python workers' interpreter (UDFs)
 
     @property
     def is_cluster(self) -> bool:

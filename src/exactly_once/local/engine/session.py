@@ -161,5 +161,8 @@ def build_session(warehouse: Path | str, app_name: str = "exactly-once",
     with _stderr_into(jvm_log):
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(log_level)
+    # The Python workers of UDFs: pyspark takes PYSPARK_PYTHON, else the first `python3` on
+    # PATH, for every UDF it sends (engine/deployment.py).
+    spark.sparkContext.pythonExec = deployment.python
     local_fs.delete_in_the_jvm(spark)  # in `local[N]` the executors' deletes too
     return spark

@@ -22,21 +22,33 @@ runs with changelog checkpointing off: each store's commit then writes a snapsho
 next updates write changelogs on top of it. Databricks documents switching the setting on an
 existing stream, state kept; a load then replays at most that many changelogs.
 
+**The pipeline's configuration** (conf/'s `configuration:`, `run --conf`: Databricks' pipeline
+parameters, settings/configuration.py) is in the session for the update too, from before its
+files load: `spark.conf.get("mypipeline.startDate")` reads it at load and inside flows. A key the
+runtime owns (conf/'s `exactly_once.*` settings, the settings above, and those the session was
+built with) is refused, before any is set.
+
 The settings are the session's, so a query of the user's running in another thread during an
 update runs with them too. Updates that overlap in one session (of two warehouses) share the
-settings of the first, and the session's own come back when the last one ends.
+settings of the first, and the session's own come back when the last one ends; a configuration
+key two overlapping updates set to different values is an error for the second.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
+
+from exactly_once.errors import SettingsError, first_line
+from exactly_once.settings.configuration import check_key
 
 FACTORY_MODE = "spark.sql.codegen.factoryMode"
 CHANGELOG_CHECKPOINTING = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
 MIN_DELTAS_FOR_SNAPSHOT = "spark.sql.streaming.stateStore.minDeltasForSnapshot"
+UPDATE_SETTINGS = (FACTORY_MODE, CHANGELOG_CHECKPOINTING)  # what `for_update` may set
 
 _lock = threading.Lock()
 # (session, setting) -> [updates inside the scope, the session's own value (None: unset)]
@@ -59,26 +71,86 @@ def snapshot_every(spark: Any) -> int:
 @contextmanager
 def applied(spark: Any, settings: Mapping[str, str]) -> Iterator[None]:
     """`settings` in `spark`'s session until the block ends."""
+    with _held(spark, settings, partial(_take, spark)):
+        yield
+
+
+@contextmanager
+def configured(spark: Any, configuration: Mapping[str, str]) -> Iterator[None]:
+    """The pipeline's configuration (settings/configuration.py) in `spark`'s session until the
+    block ends, as Databricks gives an update's session its pipeline's `configuration`. A key
+    the runtime owns, or one Spark cannot set at runtime, is a SettingsError before any is set;
+    an update running beside this one in the session with another value for a key too."""
+    check_configuration(spark, configuration)
+
+    def take(session: str, key: str, value: str) -> None:
+        entry = _open.get((session, key))
+        if entry is not None and spark.conf.get(key, None) != value:
+            raise SettingsError(f"configuration key {key}: an update running in this "
+                                f"session has it set to {spark.conf.get(key, None)!r}")
+        try:
+            _take(spark, session, key, value)
+        except Exception as err:  # noqa: BLE001 - Spark's refusal, as one line
+            raise SettingsError(f"configuration key {key}: {first_line(err)}") from None
+
+    with _held(spark, configuration, take):
+        yield
+
+
+@contextmanager
+def _held(spark: Any, settings: Mapping[str, str],
+          take: Callable[[str, str, str], None]) -> Iterator[None]:
+    """Each of `settings` taken in `spark`'s session (`take(session, key, value)`), and those
+    taken released when the block ends or a later one fails."""
     session = str(spark._jsparkSession.hashCode())
-    with _lock:
-        for key, value in settings.items():
-            entry = _open.setdefault((session, key), [0, spark.conf.get(key, None)])
-            if entry[0] == 0:
-                spark.conf.set(key, value)
-            entry[0] += 1
+    taken: list[str] = []
     try:
+        with _lock:
+            for key, value in settings.items():
+                take(session, key, value)
+                taken.append(key)
         yield
     finally:
         with _lock:
-            for key in settings:
-                entry = _open[(session, key)]
-                entry[0] -= 1
-                if entry[0] == 0:
-                    del _open[(session, key)]
-                    if entry[1] is None:
-                        spark.conf.unset(key)
-                    else:
-                        spark.conf.set(key, entry[1])
+            for key in taken:
+                _release(spark, session, key)
+
+
+def check_configuration(spark: Any, configuration: Mapping[str, str]) -> None:
+    """Refuse a configuration key the runtime owns: conf/'s own settings, the settings of an
+    update (above) and every setting the session was built with (engine/session.py, and what
+    Spark itself records there: the master, the jars, the time zone the runtime relies on...)."""
+    built_with = spark.sparkContext.getConf()
+    for key in configuration:
+        check_key(key)
+        if key in UPDATE_SETTINGS:
+            raise SettingsError(f"configuration key {key}: the local runtime sets it for each "
+                                "update; it cannot be configured")
+        if built_with.contains(key):
+            raise SettingsError(f"configuration key {key}: the local runtime sets it on its "
+                                "session; it cannot be configured")
+
+
+def _take(spark: Any, session: str, key: str, value: str) -> None:
+    """One more update holds `key` in the session; the first sets it, keeping the session's own
+    value (None: unset) for the last to put back."""
+    entry = _open.get((session, key))
+    if entry is None:
+        entry = [0, spark.conf.get(key, None)]
+        spark.conf.set(key, value)
+        _open[(session, key)] = entry
+    entry[0] += 1
+
+
+def _release(spark: Any, session: str, key: str) -> None:
+    entry = _open[(session, key)]
+    entry[0] -= 1
+    if entry[0] == 0:
+        del _open[(session, key)]
+        if entry[1] is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, entry[1])
 
 
 def compiled_classes(spark: Any) -> int:

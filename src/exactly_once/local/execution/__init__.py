@@ -2,7 +2,8 @@
 
     pipeline.py    the entry point: settings in, one update out (under the warehouse lock)
     update.py      the update: flows ordered by what they read, independent ones in parallel
-    flows.py       one flow: streaming append, materialized view, AUTO CDC
+    flows.py       one flow: streaming append, once append, materialized view, AUTO CDC
+    sinks.py       one flow into a sink: delta or kafka, exactly once across crashes
     streams.py     the streaming queries: availableNow with a foreachBatch writer
     refresh.py     which tables an update refreshes and which it resets
     failures.py    a failed flow as one line

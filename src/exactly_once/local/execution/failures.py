@@ -12,6 +12,8 @@ answers differently get a class of their own (errors.py) and a line that says wh
   deleted), with `kafka.fail_on_data_loss: true`: DataLossError, naming each topic partition and
   the offsets lost, from the offsets the query had committed and the broker's log start offsets.
 * an expectation with `fail`: its name, dataset and record (expectations.py).
+* a row that breaks a table's declared NOT NULL column: Delta's own line, which names the column
+  (Spark's first line is then about the py4j call that failed).
 
 Anything else keeps the first line of Spark's message.
 """
@@ -42,6 +44,9 @@ _REASON = re.compile(r"Reason: (.*?)(?: SQLSTATE: \w+)?$", re.MULTILINE)
 # the JSON mapping topic -> partition -> the next offset to read.
 _COMMITTED = re.compile(r"^Current Committed Offsets: \{.*?\]\]: (\{.*\})\}$", re.MULTILINE)
 DATA_LOSS_ACK = "--set kafka.fail_on_data_loss=false"
+# Delta refused a row that breaks a table's constraint (a declared NOT NULL column).
+_CONSTRAINT = re.compile(r"(\[DELTA_NOT_NULL_CONSTRAINT_VIOLATED\] .*?)(?: SQLSTATE: \w+)?$",
+                         re.MULTILINE)
 
 
 def flow_failure(flow: str, err: BaseException,
@@ -59,6 +64,9 @@ def flow_failure(flow: str, err: BaseException,
     cause = _UNAVAILABLE.search(text)
     if cause:
         return SourceUnavailableError(failed + _unavailable(cause.group(1), _kafka_settings()))
+    constraint = _CONSTRAINT.search(text)
+    if constraint:
+        return FlowError(failed + constraint.group(1))
     shown = batch_error or err
     return FlowError(failed + (str(shown).splitlines() or [type(shown).__name__])[0])
 

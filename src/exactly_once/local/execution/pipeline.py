@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -27,7 +28,8 @@ def run_pipeline(spark: SparkSession, settings: Settings, warehouse: StoragePath
                  full_refresh: bool | Sequence[str] = False, progress: Progress | None = None,
                  pipelines_dir: Path = PIPELINES_DIR, refresh: Sequence[str] = (),
                  timeline: Timeline | None = None,
-                 rederive: Sequence[str] | None = None) -> UpdateResult:
+                 rederive: Sequence[str] | None = None,
+                 configuration: Mapping[str, str] | None = None) -> UpdateResult:
     """Run one triggered update of the pipeline files in `pipelines_dir` into `warehouse`.
 
     `full_refresh`: True resets every table that allows it (--full-refresh-all), a list of
@@ -37,8 +39,11 @@ def run_pipeline(spark: SparkSession, settings: Settings, warehouse: StoragePath
     warehouse's lock throughout: a second concurrent update fails with WarehouseLockedError.
     `timeline`: where the update records its phases (`Timeline(spark_jobs=True)` also counts
     Spark jobs); the result carries it either way. `warehouse`: a local directory or an
-    `s3a://bucket/prefix` (files.py).
+    `s3a://bucket/prefix` (files.py). `configuration`: pipeline parameters for this update,
+    over the settings' own (conf/'s `configuration:`, settings/configuration.py).
     """
+    if configuration:
+        settings = replace(settings, configuration={**settings.configuration, **configuration})
     with WarehouseLock(warehouse):
         return run_update(spark, settings, warehouse, full_refresh, progress, pipelines_dir,
                           refresh, timeline, rederive)
@@ -50,18 +55,23 @@ def run_update(spark: SparkSession, settings: Settings, warehouse: StoragePath |
                timeline: Timeline | None = None,
                rederive: Sequence[str] | None = None) -> UpdateResult:
     """`run_pipeline` for a caller that holds the warehouse's lock already (continuous.py holds
-    it across its updates)."""
+    it across its updates). The settings' `configuration` is in the session for this update
+    only (engine/update_settings.py), checked before anything else."""
     selection = RefreshSelection.of(full_refresh, refresh)
+    update_settings.check_configuration(spark, settings.configuration)
     for key, value in settings.to_conf().items():
         spark.conf.set(key, value)  # what the bundle's pipeline `configuration` does on Databricks
     timeline = timeline or Timeline()
     lake = Warehouse(location(warehouse))
     due = snapshot_due(spark, lake)
-    with update_settings.applied(spark, update_settings.for_update(snapshot_state=due)):
+    with update_settings.configured(spark, settings.configuration), \
+            update_settings.applied(spark, update_settings.for_update(snapshot_state=due)):
         with timeline.span(UPDATE, "load pipeline files"):
             files = pipeline_files(pipelines_dir)
             graph = load_graph(spark, files)
-            definition = schema_check.fingerprint(settings.to_conf(), files)
+            # Pipeline parameters decide queries as settings do.
+            definition = schema_check.fingerprint(
+                {**settings.to_conf(), **settings.configuration}, files)
         if rederive is not None:
             with timeline.span(UPDATE, "choose tables to re-derive"):
                 selection = RefreshSelection(rederive=tuple(

@@ -11,12 +11,17 @@
 
 A table with `pipelines.reset.allowed = false` is protected: `--full-refresh-all` updates it
 incrementally instead, and naming it in `--full-refresh` is an error, as on Databricks.
+
+Sinks (`dp.create_sink`) are not tables: an update of the whole pipeline (no --refresh or
+--full-refresh selection) updates them, and --full-refresh-all restarts their flows (their
+checkpoints forgotten: they read their sources from the start) without clearing them, so what
+they read again is appended, as Databricks' sink reference notes. A selection leaves them alone.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from exactly_once.errors import RefreshError
 from exactly_once.local.graph.registry import PipelineGraph
@@ -43,12 +48,14 @@ class RefreshSelection:
 class RefreshPlan:
     update: list[str]  # in the graph's order
     reset: list[str]
+    sinks: list[str] = field(default_factory=list)  # the sinks updated
+    restart_sinks: bool = False  # --full-refresh-all: their flows read from the start
 
     def with_reset(self, graph: PipelineGraph, tables: list[str]) -> RefreshPlan:
         """Also reset and recompute `tables` (those the pipeline still has)."""
         names = [t.name for t in graph.tables()]
-        return RefreshPlan(update=[t for t in names if t in {*self.update, *tables}],
-                           reset=[t for t in names if t in {*self.reset, *tables}])
+        return replace(self, update=[t for t in names if t in {*self.update, *tables}],
+                       reset=[t for t in names if t in {*self.reset, *tables}])
 
 
 def plan_refresh(graph: PipelineGraph, selection: RefreshSelection) -> RefreshPlan:
@@ -68,11 +75,13 @@ def plan_refresh(graph: PipelineGraph, selection: RefreshSelection) -> RefreshPl
         if not reset_allowed(graph.table_properties(name)):
             raise RefreshError(f"`{name}` is protected ({RESET_ALLOWED} = false): a full refresh "
                                "would erase what Kafka no longer holds; use --refresh instead")
+    sinks = [s.name for s in graph.sinks()]
     if selection.full_refresh_all:
         return RefreshPlan(update=tables, reset=[
-            t for t in tables if reset_allowed(graph.table_properties(t))])
+            t for t in tables if reset_allowed(graph.table_properties(t))], sinks=sinks,
+            restart_sinks=True)
     if selection.refresh or selection.full_refresh:
         chosen = {*selection.refresh, *selection.full_refresh}
         return RefreshPlan(update=[t for t in tables if t in chosen],
                            reset=[t for t in tables if t in selection.full_refresh])
-    return RefreshPlan(update=tables, reset=[])
+    return RefreshPlan(update=tables, reset=[], sinks=sinks)

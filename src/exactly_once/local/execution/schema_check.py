@@ -30,7 +30,7 @@ from pyspark.sql.types import StructType
 import exactly_once
 from exactly_once.errors import SchemaChangeError
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
-from exactly_once.local.graph.dataflow import Dataflow
+from exactly_once.local.graph.dataflow import MATERIALIZED_VIEW, Dataflow
 from exactly_once.local.graph.dry_run import Analysis, analyze_graph
 from exactly_once.local.graph.registry import PipelineGraph
 from exactly_once.local.storage.files import write_atomic
@@ -88,13 +88,17 @@ def breakages(analysis: Analysis, warehouse: Warehouse, tables: Iterable[str],
     """The incompatible changes of `tables` (those that exist) against what their flows write
     now; `definition`: the one recorded (for AUTO CDC keys and sequences)."""
     graph, found = analysis.graph, list[Breakage]()
+    declared = graph.definitions()
+    recomputed = {d.name for d in analysis.dataflow.datasets if d.kind == MATERIALIZED_VIEW}
     for table in tables:
         path = warehouse.table_path(table).resolve()
         stored = stored_schema(str(path)) if warehouse.has_table(table) else None
         written = [analysis.schemas[f.name] for f in graph.flows_into(table)
                    if f.name in analysis.schemas]
-        if stored is None or not written or graph.is_materialized_view(table):
+        if stored is None or not written or table in recomputed:
             continue  # new, not analyzed, or recomputed whole each update
+        if table in declared and declared[table].schema is not None:
+            continue  # its declared schema is its own; the update checks the query fits it
         for change in _table_changes(stored, written):
             if not change.compatible:
                 found.append(Breakage(table, change.described()))
@@ -151,7 +155,11 @@ def refuse_incompatible(spark: SparkSession, graph: PipelineGraph, warehouse: Wa
         return
     if not any(warehouse.has_table(t) for t in tables):
         return
-    analysis = analyze_graph(spark, graph)
+    def stored(table: str) -> StructType | None:
+        path = warehouse.table_path(table).resolve()
+        return stored_schema(str(path)) if warehouse.has_table(table) else None
+
+    analysis = analyze_graph(spark, graph, stored=stored)
     found = breakages(analysis, warehouse, tables, definition)
     if found:
         raise refusal(found, analysis.dataflow)

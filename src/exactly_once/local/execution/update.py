@@ -24,15 +24,18 @@ from typing import Any
 from pyspark.pipelines.flow import Flow
 from pyspark.sql import DataFrame, SparkSession
 
-from exactly_once.errors import DeclarationError, ExactlyOnceError, GraphError
+from exactly_once.errors import DeclarationError, ExactlyOnceError, GraphError, first_line
 from exactly_once.local.auto_cdc.from_snapshot import flow as snapshot_flow
 from exactly_once.local.auto_cdc.from_snapshot.spec import NextSnapshot, SnapshotCdcSpec
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
-from exactly_once.local.execution import flows, schema_check, streams
+from exactly_once.local.engine import pipeline_session
+from exactly_once.local.engine.sql_parser import quiet_query_context
+from exactly_once.local.execution import flows, schema_check, sinks, streams
 from exactly_once.local.execution.refresh import RefreshSelection, plan_refresh
 from exactly_once.local.execution.streams import flow_error
-from exactly_once.local.graph.dry_run import quiet_analysis_errors
+from exactly_once.local.graph.dataset_declarations import batch_table_with_flows
 from exactly_once.local.graph.expectations import ObservedExpectations, apply_expectations, declared
+from exactly_once.local.graph.flow_declarations import is_once
 from exactly_once.local.graph.reads import resolved_reads
 from exactly_once.local.graph.registry import PipelineGraph
 from exactly_once.local.observe import event_log
@@ -69,8 +72,14 @@ class PipelineUpdate:
                  definition: str | None = None):
         """`definition`: the fingerprint of what decides the flows' schemas
         (schema_check.fingerprint); None checks them whatever the last update recorded."""
-        self.spark, self.graph, self.warehouse = spark, graph, warehouse
+        self.spark, self.graph = spark, graph
         self.definition = definition
+        # Holding each table's declared definition: where it is stored, whether it is
+        # published, what Delta keeps of it (storage/table_definition.py).
+        try:
+            self.warehouse = warehouse.declaring(graph.definitions())
+        except DeclarationError as err:  # a table its file moved: named with the file
+            raise err.in_file(graph.declared_in.get(err.dataset or "")) from None
         self.progress = progress or Progress(quiet=True)
         self.timeline = timeline or Timeline()
         self.update_id = event_log.new_update_id()
@@ -100,6 +109,9 @@ class PipelineUpdate:
         with timeline.span(UPDATE, "reset tables"):
             self.warehouse.reset(self.spark, {name: [f.name for f in self.graph.flows_into(name)]
                                               for name in plan.reset})
+            for sink in plan.sinks if plan.restart_sinks else []:  # never cleared (refresh.py)
+                for flow in self.graph.flows_into(sink):
+                    self.warehouse.reset_checkpoint(flow.name)
         with timeline.span(UPDATE, "register tables"):
             # A run killed while creating a table left it without a version: created anew.
             self.warehouse.clear_half_created(tables)
@@ -111,7 +123,7 @@ class PipelineUpdate:
             self._tables[name].set_result(None)
         try:
             with resolved_reads(self._resolve):
-                futures = [self._table_update(name) for name in plan.update]
+                futures = [self._table_update(name) for name in [*plan.update, *plan.sinks]]
                 errors = [f.exception() for f in futures]  # waits for every table's thread
             first_error = next((e for e in errors if e is not None), None)
             if first_error is not None:
@@ -120,6 +132,10 @@ class PipelineUpdate:
             if self.definition is not None and set(plan.update) == set(tables):
                 # Every table took this definition: the next update checks only a new one.
                 schema_check.record(self.warehouse, self.graph, self.definition)
+            with timeline.span(UPDATE, "publish views"):  # over the tables, now up to date
+                for view in self.graph.published_views():
+                    self.warehouse.publish_view(self.spark, view.name, view.definition,
+                                                view.comment, view.table_properties)
             with timeline.span(UPDATE, "row counts"):
                 self.result.table_rows = {name: self.warehouse.row_count(self.spark, name)
                                           for name in tables}
@@ -178,12 +194,17 @@ class PipelineUpdate:
         return []
 
     def _resolve(self, name: str, streaming: bool) -> DataFrame | None:
+        """`name` as the flow being built on this thread reads it, in that flow's session."""
         if name not in self.graph.outputs:
             return None  # not ours: an ordinary catalog table
+        if self.graph.sink(name) is not None:
+            raise GraphError(f"`{name}` is a sink: the pipeline writes it, and cannot read it")
         setup: _FlowSetup | None = getattr(self._setup, "flow", None)
+        session = pipeline_session.current(self.spark)
         if self.graph.is_view(name):
             view_flow = self.graph.view_flow(name)
-            df, observed = apply_expectations(view_flow.func(), declared(view_flow.func), name)
+            df, observed = apply_expectations(self._view_query(view_flow, session),
+                                              declared(view_flow.func), name)
             if observed is not None and setup is not None:  # counted by the reading flow
                 setup.observed.append(observed)
             return df
@@ -201,8 +222,8 @@ class PipelineUpdate:
             setup.streamed.add(name)
         path = self.warehouse.table_path(name).resolve()
         if not streaming:  # the files its log names: no rebuild of its Delta state
-            return read_latest(self.spark, str(path))
-        reader = self.spark.readStream.format("delta")
+            return read_latest(session, str(path))
+        reader = session.readStream.format("delta")
         if first_batch and delta_log.appends_since_creation(path):
             # A query's first batch reads the table's commits from its creation on, not a
             # snapshot of it: the same rows when every commit only appended (delta_log), and
@@ -227,7 +248,7 @@ class PipelineUpdate:
         df: Query | None
         with self.timeline.span(flow.name, "build query"):
             try:
-                with quiet_analysis_errors():  # raised again below, or built again
+                with quiet_query_context():  # raised again below, or built again
                     df = self._build(flow, setup)
             except Exception:
                 if not setup.not_waited_for:
@@ -246,6 +267,25 @@ class PipelineUpdate:
         now that the update is done."""
         return any(delta_log.schema_string(self.warehouse.table_path(name).resolve()) != seen
                    for name, seen in setup.built_against.items())
+
+    def _view_query(self, view: Flow, reader: SparkSession) -> DataFrame:
+        """A temporary view's query, inlined into the reading flow's: built in the view's own
+        session when it declares `spark_conf`, and continued in the reader's."""
+        if not view.spark_conf:
+            return view.func()
+        with pipeline_session.running(self._session_of(view)):
+            query = view.func()
+        return pipeline_session.moved(query, reader)
+
+    def _session_of(self, flow: Flow | AutoCdcSpec | SnapshotCdcSpec) -> SparkSession:
+        """The session `flow` runs in: the pipeline's, or its own with its `spark_conf`."""
+        conf = getattr(flow, "spark_conf", None)
+        try:
+            return pipeline_session.with_conf(self.spark, conf)
+        except Exception as err:  # noqa: BLE001 - Spark's refusal of a setting, as one line
+            raise DeclarationError(f"flow `{flow.name}`: spark_conf: {first_line(err)}",
+                                   dataset=flow.target,
+                                   file=self.graph.declared_in.get(flow.name)) from None
 
     def _streamed_before_update(self, name: str) -> bool:
         """Whether a query past its first batch can build its stream of table `name` while the
@@ -272,8 +312,8 @@ class PipelineUpdate:
         try:
             if isinstance(flow, SnapshotCdcSpec):
                 df = self._snapshots(flow, setup)
-            elif isinstance(flow, AutoCdcSpec):
-                changes = self._resolve(flow.source, streaming=True)
+            elif isinstance(flow, AutoCdcSpec):  # a once flow reads its source as a batch
+                changes = self._resolve(flow.source, streaming=not flow.once)
                 if changes is None:
                     raise GraphError(f"AUTO CDC flow `{flow.name}` reads `{flow.source}`, "
                                      "which the pipeline does not define")
@@ -292,7 +332,8 @@ class PipelineUpdate:
         function = spec.source_function
         if function is None:
             return snapshot_flow.one_snapshot(snapshot_flow.table_snapshot(
-                self.spark, str(spec.source), self._resolve), self.processing_time)
+                pipeline_session.current(self.spark), str(spec.source), self._resolve),
+                self.processing_time)
 
         def next_snapshot(latest: Any) -> tuple[DataFrame, Any] | None:
             outer = getattr(self._setup, "flow", None)
@@ -304,28 +345,79 @@ class PipelineUpdate:
 
         return next_snapshot
 
-    def _runner(self, flow: Flow | AutoCdcSpec | SnapshotCdcSpec) -> tuple[str, FlowRunner]:
-        """The flow's kind and the function that runs it, decided once."""
+    def _runner(self, flow: Flow | AutoCdcSpec | SnapshotCdcSpec,
+                query: Query | None) -> tuple[str, FlowRunner]:
+        """The flow's kind and the function that runs it in the flow's session (`_run_flow`),
+        decided once its query is built: a `@dp.table` over a batch query is a materialized
+        view, as Databricks' `table` reference says (open-source pipelines refuse it)."""
+        spark = pipeline_session.current(self.spark)
+        once = "_once" if is_once(flow) else ""
         if isinstance(flow, SnapshotCdcSpec):
-            return "auto_cdc_from_snapshot", partial(flows.run_snapshot_cdc_flow, self.spark,
-                                                     flow)
+            return f"auto_cdc_from_snapshot{once}", partial(flows.run_snapshot_cdc_flow, spark,
+                                                            flow)
         if isinstance(flow, AutoCdcSpec):
-            return "auto_cdc", partial(flows.run_auto_cdc_flow, self.spark, flow)
-        if self.graph.is_materialized_view(flow.target):
-            return "materialized_view", partial(flows.run_materialized_view, self.spark,
+            return f"auto_cdc{once}", partial(flows.run_auto_cdc_flow, spark, flow)
+        sink = self.graph.sink(flow.target)
+        if sink is not None:
+            return "append_once" if once else "sink", partial(sinks.run_sink_flow, spark, flow,
+                                                              sink)
+        if once:
+            return "append_once", partial(flows.run_once_flow, spark, flow)
+        if self.graph.is_materialized_view(flow.target) or self._batch_table(flow, query):
+            return "materialized_view", partial(flows.run_materialized_view, spark,
                                                 flow.name, flow.target)
-        return "append", partial(flows.run_append_flow, self.spark, flow.name, flow.target)
+        return "append", partial(flows.run_append_flow, spark, flow.name, flow.target)
+
+    def _batch_table(self, flow: Flow, query: Query | None) -> bool:
+        """Whether `flow` is a `@dp.table`'s own query, and a batch one."""
+        return (flow.name == flow.target and self.graph.query_decides_kind(flow.target)
+                and isinstance(query, DataFrame) and not query.isStreaming)
+
+    def _check_query(self, flow: Flow | AutoCdcSpec | SnapshotCdcSpec, kind: str,
+                     query: Query) -> None:
+        """What the target's declaration asks of the flow, checked before it writes: a
+        materialized view `@dp.table` made is its flow's alone; a query fits the table's
+        declared schema; a stored table has the layout declared (only a full refresh changes
+        a streaming table's)."""
+        target = flow.target
+        if kind == "materialized_view" and self.graph.query_decides_kind(target):
+            others = [f.name for f in self.graph.flows_into(target) if f.name != flow.name]
+            if others:
+                raise batch_table_with_flows(target, others)
+        definition = self.warehouse.definition(target)
+        if kind in ("append", "append_once", "materialized_view") \
+                and isinstance(query, DataFrame):
+            problem = definition.fit_problem(query.schema)
+            if problem:
+                raise DeclarationError(problem, dataset=target)
+        if kind != "materialized_view" and self.warehouse.has_table(target):
+            problem = definition.layout_problem(self.warehouse.table_path(target))
+            if problem:
+                raise DeclarationError(f"{problem}; a full refresh of `{target}` "
+                                       f"(--full-refresh {target}) recreates it", dataset=target)
 
     def _run_flow(self, flow: Flow | AutoCdcSpec | SnapshotCdcSpec) -> None:
-        kind, run = self._runner(flow)
+        """The flow built and run on this thread in its session (`_session_of`): what its code
+        asks for (`spark`, getActiveSession(), builder.getOrCreate()) is that session."""
+        with pipeline_session.running(self._session_of(flow)):
+            self._run_in_session(flow)
+
+    def _run_in_session(self, flow: Flow | AutoCdcSpec | SnapshotCdcSpec) -> None:
         started = self.timeline.now()
+        if flows.ran_once(self.warehouse, flow):  # until a full refresh recreates its target
+            kind, _ = self._runner(flow, None)
+            self.progress.flow_started(flow.name, kind)
+            self._finished(FlowResult(flow=flow.name, target=flow.target, kind=kind))
+            return
         df, setup = self._built_against_upstream(flow)
+        kind, run = self._runner(flow, df)
         if setup.streamed & self._reset and flow.target not in self._reset:
             # A kept table (protected, or not selected) reads a table rebuilt in this update:
             # its checkpoint names the old table, so it reads the new one from the start.
             self.warehouse.reset_checkpoint(flow.name)
         self.progress.flow_started(flow.name, kind)
         try:
+            self._check_query(flow, kind, df)
             result = run(df, self.warehouse, self.progress, self.timeline)
         except Exception as err:  # the event log records the failure, then it propagates
             # Spark's own errors outside a query (creating a table, say) as one line too.
@@ -344,6 +436,9 @@ class PipelineUpdate:
             o.collect(result.observed)
             result.expectations += o.metrics
             result.dropped_records = (result.dropped_records or 0) + o.dropped_records
+        self._finished(result)
+
+    def _finished(self, result: FlowResult) -> None:
         self.progress.flow_finished(result)
         with self._lock:
             self.result.flows.append(result)

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pyspark.pipelines.output import MaterializedView, Output, Sink, StreamingTable, TemporaryView
 
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
+from exactly_once.local.graph.dataset_declarations import PublishedView
 
 STREAMING_TABLE, MATERIALIZED_VIEW = "streaming table", "materialized view"
 TEMPORARY_VIEW, VIEW, SINK = "temporary view", "view", "sink"
@@ -26,6 +27,8 @@ def dataset_kind(output: Output) -> str:
         return STREAMING_TABLE
     if isinstance(output, MaterializedView):
         return MATERIALIZED_VIEW
+    if isinstance(output, PublishedView):
+        return VIEW
     if isinstance(output, TemporaryView):
         return TEMPORARY_VIEW
     if isinstance(output, Sink):
@@ -54,10 +57,13 @@ class DatasetNode:
 class FlowNode:
     name: str
     target: str
-    kind: str  # append | AUTO CDC SCD1/2 | AUTO CDC FROM SNAPSHOT SCD1/2 | materialized view
+    # append | AUTO CDC SCD1/2 | AUTO CDC FROM SNAPSHOT SCD1/2 | materialized view; "... once"
+    # for a once flow
+    kind: str
     reads: tuple[Read, ...]
     file: str
     source: str = ""  # a source outside the pipeline it names: a snapshot flow's function
+    comment: str = ""  # its description (`append_flow(comment=...)`)
 
 
 @dataclass

@@ -1,10 +1,11 @@
 """Databricks' extensions of the `dp` API that open-source pyspark lacks, supplied for local runs.
 
 Pipeline files are written against Databricks: they call `dp.create_auto_cdc_flow` with its
-Databricks signature (SCD2 included), `dp.create_auto_cdc_from_snapshot_flow` and the `dp.expect*`
-decorators. While the local runtime
-loads them, `installed` puts local stand-ins for these names on `pyspark.pipelines`, and takes
-them off again afterwards.
+Databricks signature (SCD2 included), `dp.create_auto_cdc_from_snapshot_flow`, the `dp.expect*`
+decorators, and declare datasets and flows with Databricks' arguments
+(`dp.table(path=..., private=...)`, dataset_declarations.py; `dp.append_flow(once=...)`,
+`dp.create_sink`, flow_declarations.py). While the local runtime loads them, `installed` puts
+local stand-ins for these names on `pyspark.pipelines`, and takes them off again afterwards.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from pyspark import pipelines as dp
 
 from exactly_once.local.auto_cdc.from_snapshot.spec import SnapshotCdcDeclarations
 from exactly_once.local.auto_cdc.spec import AutoCdcDeclarations
-from exactly_once.local.graph import expectations
+from exactly_once.local.graph import dataset_declarations, expectations
+from exactly_once.local.graph.flow_declarations import FlowDeclarations
 from exactly_once.local.graph.registry import PipelineGraph
 
 
@@ -27,12 +29,16 @@ def installed(graph: PipelineGraph) -> Iterator[None]:
     create_auto_cdc_flow = AutoCdcDeclarations(graph.register_auto_cdc_spec).create_auto_cdc_flow
     from_snapshot = SnapshotCdcDeclarations(
         graph.register_snapshot_spec).create_auto_cdc_from_snapshot_flow
+    flows = FlowDeclarations(graph.register_flow, graph.register_output)
     stand_ins: dict[str, Callable[..., object]] = {
         "create_auto_cdc_flow": create_auto_cdc_flow,
         "apply_changes": create_auto_cdc_flow,  # the legacy DLT name
         "create_auto_cdc_from_snapshot_flow": from_snapshot,
         "apply_changes_from_snapshot": from_snapshot,  # its legacy DLT name
+        "append_flow": flows.append_flow,
+        "create_sink": flows.create_sink,
         **expectations.DECORATORS,  # expect, expect_or_drop, expect_or_fail, expect_all, ...
+        **dataset_declarations.DECLARATIONS,  # table, materialized_view, temporary_view, ...
     }
     saved: dict[str, object | None] = {name: getattr(dp, name, None) for name in stand_ins}
     for name, stand_in in stand_ins.items():

@@ -2,11 +2,13 @@
 
 As `spark-pipelines dry-run` (and `databricks bundle run --validate-only`): every pipeline file
 runs, the graph is validated (names, flows, targets), and each flow's query is built and
-analyzed, so an unknown dataset or column, a type error or an expectation that is not SQL is
-found before an update starts. Reads of pipeline datasets inside a flow are answered with an
-empty DataFrame of that dataset's schema (a never-started stream for streaming reads), so the
-datasets are analyzed upstream first and no table, checkpoint or Kafka topic is touched. The
-Kafka source itself is only declared, never started: declaring it reads nothing.
+analyzed, so an unknown dataset or column, a type error, an expectation that is not SQL or a
+query that does not fit its table's declared schema is found before an update starts. A
+`@dp.table` over a batch query is a materialized view here too. Reads of pipeline datasets
+inside a flow are answered with an empty DataFrame of that dataset's schema (a never-started
+stream for streaming reads), so the datasets are analyzed upstream first and no table,
+checkpoint or Kafka topic is touched. The Kafka source itself is only declared, never started:
+declaring it reads nothing.
 
 Problems are collected, not raised: one per file that fails to run, per graph rule broken and
 per dataset whose query does not analyze. A dataset that reads a broken one is not analyzed
@@ -15,10 +17,7 @@ per dataset whose query does not analyze. A dataset that reads a broken one is n
 
 from __future__ import annotations
 
-import logging
-import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,13 +28,15 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, StructType
 
 from exactly_once.errors import DeclarationError, GraphError, first_line, located
-from exactly_once.local.auto_cdc.changes import check_columns
+from exactly_once.local.auto_cdc.changes import check_columns, check_source
 from exactly_once.local.auto_cdc.from_snapshot import flow as snapshot_flow
 from exactly_once.local.auto_cdc.from_snapshot import versions as snapshot_versions
 from exactly_once.local.auto_cdc.from_snapshot.apply import target_schema
 from exactly_once.local.auto_cdc.from_snapshot.spec import SnapshotCdcSpec
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.auto_cdc.writer import scd_type_of
+from exactly_once.local.engine import pipeline_session, update_settings
+from exactly_once.local.engine.sql_parser import quiet_query_context
 from exactly_once.local.graph import dp_extensions
 from exactly_once.local.graph.dataflow import (
     APPEND,
@@ -48,15 +49,13 @@ from exactly_once.local.graph.dataflow import (
     auto_cdc_kind,
     dataset_kind,
 )
+from exactly_once.local.graph.dataset_declarations import batch_table_with_flows
 from exactly_once.local.graph.expectations import Expectation, apply_expectations, declared
+from exactly_once.local.graph.flow_declarations import check_flow_query, is_once
 from exactly_once.local.graph.loader import run_file
 from exactly_once.local.graph.reads import resolved_reads
 from exactly_once.local.graph.registry import PipelineGraph
 from exactly_once.settings.pipeline import Settings
-
-# pyspark logs each analysis error with its DataFrame context before raising it: the problem
-# line says it already.
-_QUERY_CONTEXT_LOGGERS = ("DataFrameQueryContextLogger", "SQLQueryContextLogger")
 
 
 @dataclass(frozen=True)
@@ -94,8 +93,11 @@ class _Blocked(Exception):
 
 
 class _Analyzer:
-    def __init__(self, spark: SparkSession, graph: PipelineGraph, declared_in: dict[str, str]):
+    def __init__(self, spark: SparkSession, graph: PipelineGraph, declared_in: dict[str, str],
+                 stored: Callable[[str], StructType | None] | None = None):
         self.spark, self.graph, self.declared_in = spark, graph, declared_in
+        # Given: a snapshot function is not asked; its target's stored schema stands for it.
+        self.stored = stored
         self.problems: list[Problem] = []
         self.schemas: dict[str, StructType] = {}
         self.failed: set[str] = set()
@@ -103,6 +105,8 @@ class _Analyzer:
         self.reads: dict[str, list[Read]] = {}  # flow -> what its query read
         self.flow_schemas: dict[str, StructType] = {}  # flow -> what its query writes
         self.reading: list[str] = []  # flows whose queries are being built, innermost last
+        self.definitions = graph.definitions()  # each table's
+        self.batch_tables: set[str] = set()  # @dp.table over a batch query: materialized views
 
     def report(self, dataset: str | None, message: str) -> None:
         self.problems.append(Problem(message, self.declared_in.get(dataset or ""), dataset))
@@ -134,32 +138,53 @@ class _Analyzer:
         return self.schemas[name]
 
     def _analyze(self, name: str) -> StructType:
+        """The dataset's schema: its declared one, else its first flow's query's. Each query
+        must fit the table's declaration (as an update checks it before writing), and a
+        `@dp.table` over a batch query, a materialized view, has no other flow."""
         schema = None
+        definition = self.definitions.get(name)
         for flow in self.graph.flows_into(name):
             df = self.query(flow)
             self.flow_schemas[flow.name] = df.schema
             schema = schema or df.schema
+            if definition is not None:
+                problem = definition.fit_problem(df.schema)
+                if problem:
+                    raise DeclarationError(problem, dataset=name)
+            if flow.name == name and self.graph.query_decides_kind(name) and not df.isStreaming:
+                self.batch_tables.add(name)
         if schema is None:
             raise GraphError(f"dataset `{name}` has no flow")
-        return schema
+        if name in self.batch_tables:
+            others = [f.name for f in self.graph.flows_into(name) if f.name != name]
+            if others:
+                raise batch_table_with_flows(name, others)
+        return definition.table_schema(schema) if definition is not None else schema
 
     def query(self, flow: Flow | AutoCdcSpec | SnapshotCdcSpec) -> DataFrame:
-        """The flow's query, analyzed, with the reads it makes recorded."""
+        """The flow's query, analyzed in the flow's session (its `spark_conf`, as an update
+        runs it: engine/pipeline_session.py), with the reads it makes recorded."""
         self.reads.setdefault(flow.name, [])
         self.reading.append(flow.name)
+        session = pipeline_session.with_conf(self.spark, getattr(flow, "spark_conf", None))
         try:
-            if isinstance(flow, AutoCdcSpec):
-                return self._auto_cdc(flow)
-            if isinstance(flow, SnapshotCdcSpec):
-                return self._snapshot_cdc(flow)
-            df = flow.func()
-            for e in declared(flow.func):
-                _check_expectation(df, e)
-            df, _ = apply_expectations(df, declared(flow.func), flow.target)
-            _ = df.schema  # analysis is the point
-            return df
+            with pipeline_session.running(session):
+                return self._query(flow)
         finally:
             self.reading.pop()
+
+    def _query(self, flow: Flow | AutoCdcSpec | SnapshotCdcSpec) -> DataFrame:
+        if isinstance(flow, AutoCdcSpec):
+            return self._auto_cdc(flow)
+        if isinstance(flow, SnapshotCdcSpec):
+            return self._snapshot_cdc(flow)
+        df = flow.func()
+        check_flow_query(flow, df, self.graph.sink(flow.target))
+        for e in declared(flow.func):
+            _check_expectation(df, e)
+        df, _ = apply_expectations(df, declared(flow.func), flow.target)
+        _ = df.schema  # analysis is the point
+        return df
 
     def _inline_view(self, name: str) -> DataFrame:
         """A read of temporary view `name`: its query, built in the reader's."""
@@ -172,10 +197,11 @@ class _Analyzer:
             self.reading.pop()
 
     def _auto_cdc(self, spec: AutoCdcSpec) -> DataFrame:
-        source = self.resolve(spec.source, streaming=True)
+        source = self.resolve(spec.source, streaming=not spec.once)
         if source is None:
             raise GraphError(f"AUTO CDC flow `{spec.name}` reads `{spec.source}`, which the "
                              "pipeline does not define")
+        check_source(spec, source)
         check_columns(spec, source.columns)
         for arg, column in [("sequence_by", spec.sequence_by),
                             ("apply_as_deletes", spec.apply_as_deletes),
@@ -188,8 +214,14 @@ class _Analyzer:
         """The first snapshot's query (the function asked as before a first update, or the
         table read), checked as an update checks it; reading a snapshot's rows is left out."""
         function = spec.source_function
+        if function is not None and self.stored is not None:
+            schema = self.stored(spec.target)
+            if schema is None:
+                raise _Blocked(spec.target)  # not analyzed: nothing stored to compare with
+            return self.spark.createDataFrame([], schema)
         if function is None:
-            snapshot = snapshot_flow.table_snapshot(self.spark, str(spec.source), self.resolve)
+            snapshot = snapshot_flow.table_snapshot(pipeline_session.current(self.spark),
+                                                    str(spec.source), self.resolve)
             version: object = snapshot_flow.processing_time()
         else:
             result = function(None)
@@ -213,35 +245,44 @@ class _Analyzer:
                 raise GraphError(f"reads `{name}`, which no pipeline file defines (datasets: "
                                  f"{', '.join(self.graph.outputs)})")
             return None  # a table of the catalog, read as it is
+        if self.graph.sink(name) is not None:
+            raise GraphError(f"`{name}` is a sink: the pipeline writes it, and cannot read it")
         if self.graph.is_view(name):  # inlined into the reader, as an update does
             return self._inline_view(name)
-        return _empty(self.spark, self.dataset(name), streaming)
+        # In the reading flow's session: what it builds on the read is analyzed there.
+        return _empty(pipeline_session.current(self.spark), self.dataset(name), streaming)
 
 
 def analyze(spark: SparkSession, settings: Settings, files: Sequence[Path]) -> Analysis:
-    """Load `files` and analyze every dataset's query, collecting the problems."""
+    """Load `files` and analyze every dataset's query, collecting the problems; the settings'
+    pipeline configuration is in the session meanwhile, as in an update."""
     for key, value in settings.to_conf().items():
         spark.conf.set(key, value)  # as run_pipeline: what pipeline code reads its settings from
-    graph, problems = _load(spark, files)
-    analysis = analyze_graph(spark, graph, problems)
+    with update_settings.configured(spark, settings.configuration):
+        graph, problems = _load(spark, files)
+        analysis = analyze_graph(spark, graph, problems)
     analysis.files = list(files)
     return analysis
 
 
-def analyze_graph(spark: SparkSession, graph: PipelineGraph,
-                  problems: Sequence[Problem] = ()) -> Analysis:
-    """Analyze every dataset's query of a loaded graph (its pipeline settings in `spark`'s
-    conf), collecting the problems; `problems`: those found loading it."""
-    analyzer = _Analyzer(spark, graph, graph.declared_in)
+def analyze_graph(spark: SparkSession, graph: PipelineGraph, problems: Sequence[Problem] = (),
+                  stored: Callable[[str], StructType | None] | None = None) -> Analysis:
+    """Analyze every dataset's query of a loaded graph (its pipeline settings and
+    configuration in `spark`'s conf), collecting the problems; `problems`: those found loading
+    it. `stored`: a table's stored schema (None: no table), given when the analysis must not
+    ask AUTO CDC FROM SNAPSHOT functions for a snapshot (an update's check: asking is the
+    update's, with the version it has applied); such a flow writes its target's schema."""
+    analyzer = _Analyzer(spark, graph, graph.declared_in, stored)
     # A dataset with a problem of its declaration is not analyzed: its problem is reported.
     analyzer.failed.update(p.dataset for p in problems if p.dataset)
-    with quiet_analysis_errors(), resolved_reads(analyzer.resolve):
+    with quiet_query_context(), resolved_reads(analyzer.resolve):
         for name in graph.outputs:
             try:
                 analyzer.dataset(name)
             except _Blocked:
                 pass
-    return Analysis(graph, _dataflow(graph, analyzer.reads, graph.declared_in),
+    return Analysis(graph, _dataflow(graph, analyzer.reads, graph.declared_in,
+                                     analyzer.batch_tables),
                     [*problems, *analyzer.problems], schemas=analyzer.flow_schemas)
 
 
@@ -264,22 +305,29 @@ def _load(spark: SparkSession, files: Sequence[Path]) -> tuple[PipelineGraph, li
 
 
 def _dataflow(graph: PipelineGraph, reads: dict[str, list[Read]],
-              declared_in: dict[str, str]) -> Dataflow:
+              declared_in: dict[str, str], batch_tables: set[str]) -> Dataflow:
+    """The graph as analyzed: `batch_tables`, `@dp.table`s whose query is a batch read, are
+    materialized views."""
     def flow_kind(flow: Flow | AutoCdcSpec | SnapshotCdcSpec) -> str:
+        kind = base_kind(flow)
+        return f"{kind} once" if is_once(flow) else kind
+
+    def base_kind(flow: Flow | AutoCdcSpec | SnapshotCdcSpec) -> str:
         if isinstance(flow, AutoCdcSpec):
             return auto_cdc_kind(flow)
         if isinstance(flow, SnapshotCdcSpec):
             return flow.kind()
-        if graph.is_materialized_view(flow.target):
+        if graph.is_materialized_view(flow.target) or flow.target in batch_tables:
             return MATERIALIZED_VIEW
         return VIEW if graph.is_view(flow.target) else APPEND
 
     return Dataflow(
-        datasets=[DatasetNode(name, dataset_kind(output), declared_in.get(name, "?"))
+        datasets=[DatasetNode(name, MATERIALIZED_VIEW if name in batch_tables
+                              else dataset_kind(output), declared_in.get(name, "?"))
                   for name, output in graph.outputs.items()],
         flows=[FlowNode(f.name, f.target, flow_kind(f),
                         tuple(dict.fromkeys(reads.get(f.name, []))), declared_in.get(f.name, "?"),
-                        _outside_source(f))
+                        _outside_source(f), getattr(f, "comment", None) or "")
                for name in graph.outputs for f in graph.flows_into(name)],
     )
 
@@ -320,30 +368,3 @@ def _analyze_expression(spec: AutoCdcSpec, source: DataFrame, arg: str, column: 
         raise GraphError(f"AUTO CDC flow `{spec.name}`: {arg} does not analyze against "
                          f"`{spec.source}`: {first_line(err)}") from None
 
-
-@contextmanager
-def quiet_analysis_errors() -> Iterator[None]:
-    """pyspark's own log lines for the analysis errors raised inside the block (each is raised,
-    and said once by whoever catches it), off. The loggers are the process's: blocks in
-    several threads at once (an update's tables) turn them back on when the last one ends."""
-    global _quiet_blocks
-    loggers = [logging.getLogger(name) for name in _QUERY_CONTEXT_LOGGERS]
-    with _quiet_lock:
-        if _quiet_blocks == 0:
-            _saved_states[:] = [logger.disabled for logger in loggers]
-            for logger in loggers:
-                logger.disabled = True
-        _quiet_blocks += 1
-    try:
-        yield
-    finally:
-        with _quiet_lock:
-            _quiet_blocks -= 1
-            if _quiet_blocks == 0:
-                for logger, was in zip(loggers, _saved_states, strict=True):
-                    logger.disabled = was
-
-
-_quiet_lock = threading.Lock()
-_quiet_blocks = 0  # blocks of quiet_analysis_errors running
-_saved_states: list[bool] = []  # the loggers' `disabled` before the first of them

@@ -2,8 +2,12 @@
 
 On Databricks `dp.expect*` are native. Open-source pyspark has none, so while pipeline files load
 (`dp_extensions.installed()`) these versions record each expectation on the query function,
-which pyspark's `dp.table` / `dp.append_flow` / `dp.materialized_view` / `dp.temporary_view` keep
-as `Flow.func`. The runtime then wraps the flow's DataFrame with `apply_expectations`:
+which `dp.table` / `dp.append_flow` / `dp.materialized_view` / `dp.temporary_view` keep as
+`Flow.func`; `dp.create_streaming_table(expect_all=...)` adds its own to every flow into the table
+(`with_expectations`, when the graph completes). Every dataset kind takes them: a streaming
+table's and a materialized view's flow apply them to what they write, a temporary view's apply
+to its query wherever it is read (counted by the reading flow). The runtime wraps the flow's
+DataFrame with `apply_expectations`:
 
 * every constraint becomes a boolean; NULL counts as a failure (as on Databricks);
 * one `observe()` counts, in the same pass that writes the data, the rows each constraint passed
@@ -21,9 +25,10 @@ decorated function known.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -133,6 +138,17 @@ DECORATORS = {f.__name__: f for f in (expect, expect_or_drop, expect_or_fail, ex
 
 def declared(func: QueryFunction) -> list[Expectation]:
     return list(getattr(func, ATTRIBUTE, []) or [])
+
+
+def with_expectations(func: QueryFunction, expectations: Sequence[Expectation]) -> QueryFunction:
+    """`func`'s query with `expectations` after its own (a streaming table's `expect_all*`, on
+    each flow into it); `func` itself unchanged, as another flow may use it too."""
+    @functools.wraps(func)  # its name, and its expectations and mistakes, copied
+    def query() -> Any:
+        return func()
+
+    setattr(query, ATTRIBUTE, [*declared(func), *expectations])
+    return query
 
 
 def declaration_problems(func: QueryFunction, dataset: str) -> list[ExpectationError]:

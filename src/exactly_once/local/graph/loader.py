@@ -1,5 +1,14 @@
 """Loads pipeline definition files unchanged and returns the graph they declare.
 
+Each file runs as a module of its own, `__pipeline__`, with `spark` as a global: the session of
+whichever flow the reading thread runs (engine/pipeline_session.py), and `import dlt` giving the
+legacy `dlt` module (legacy_dlt.py) to the file alone. Its functions travel to Python workers
+by value (a UDF, registered as the file loads or used in a flow): no worker could import the
+file by its name.
+
+A `.sql` file's statements become the same declarations (sql_declarations.py), each located at
+its file and line.
+
 A mistake in a file is a `DeclarationError` naming the file (and the dataset, when it is about
 one), whether the file raised it while it ran or the graph found it once every file had run:
 `run` stops at the first, `dry-run` (dry_run.py) collects them all, in the same words.
@@ -7,23 +16,32 @@ one), whether the file raised it while it ran or the graph found it once every f
 
 from __future__ import annotations
 
-import runpy
-from collections.abc import Iterable
+import io
+import sys
+import types
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+from pyspark import cloudpickle
 from pyspark.pipelines.graph_element_registry import graph_element_registration_context
 from pyspark.sql import SparkSession
 
 from exactly_once.errors import DeclarationError, PipelineFileError, first_line
-from exactly_once.local.graph import dp_extensions
+from exactly_once.local.engine import pipeline_session
+from exactly_once.local.graph import dp_extensions, legacy_dlt, sql_declarations
 from exactly_once.local.graph.registry import PipelineGraph
+
+MODULE = "__pipeline__"  # the name a pipeline file runs as
+SQL = ".sql"  # a pipeline SQL file (sql_declarations.py); every other file is Python
 
 
 def load_graph(spark: SparkSession, files: Iterable[Path]) -> PipelineGraph:
     """Run each file as Databricks does, with `spark` as a global, and collect what it declares;
     the first mistake found is raised."""
     graph = PipelineGraph()
-    with graph_element_registration_context(graph), dp_extensions.installed(graph):
+    with graph_element_registration_context(graph), dp_extensions.installed(graph), \
+            pipeline_session.running(spark):
         for path in files:
             run_file(spark, graph, path)
     graph.complete()
@@ -31,13 +49,21 @@ def load_graph(spark: SparkSession, files: Iterable[Path]) -> PipelineGraph:
 
 
 def run_file(spark: SparkSession, graph: PipelineGraph, path: Path) -> None:
-    """One pipeline file, as Databricks runs it: `spark` a global, declarations going to the
-    active registry, `graph`, which notes that `path` declared them. Whatever the file raises is
-    a DeclarationError naming it: an error of its own (an import that fails...) as a
-    PipelineFileError with the error's type and first line."""
+    """One pipeline file, as Databricks runs it (a SQL file: sql_declarations.py): `spark` a
+    global, declarations going to the active registry, `graph`, which notes that `path` declared
+    them. Whatever the file raises is a DeclarationError naming it: an error of its own (an
+    import that fails...) as a PipelineFileError with the error's type and first line."""
     graph.loading = shown(path)
     try:
-        runpy.run_path(str(path), init_globals={"spark": spark}, run_name="__pipeline__")
+        if path.suffix == SQL:
+            sql_declarations.run_sql_file(spark, graph, path, shown(path))
+            return
+        with _module(path) as module:
+            module.__dict__.update(spark=pipeline_session.SessionView(spark),
+                                   __builtins__=legacy_dlt.file_builtins())
+            with io.open_code(str(path)) as source:
+                code = compile(source.read(), str(path), "exec", dont_inherit=True)
+            exec(code, module.__dict__)  # noqa: S102 - running the pipeline file is the point
     except DeclarationError as err:
         err.in_file(graph.loading)
         raise
@@ -46,6 +72,25 @@ def run_file(spark: SparkSession, graph: PipelineGraph, path: Path) -> None:
                                 file=graph.loading) from err
     finally:
         graph.loading = None
+
+
+@contextmanager
+def _module(path: Path) -> Iterator[types.ModuleType]:
+    """The file's module, importable by its name while the file runs (as `runpy` makes one),
+    and pickled by value (pyspark's cloudpickle): a worker process gets the function itself."""
+    module = types.ModuleType(MODULE)
+    module.__dict__.update(__file__=str(path), __cached__=None, __loader__=None,
+                           __package__="", __spec__=None)
+    saved = sys.modules.get(MODULE)
+    sys.modules[MODULE] = module
+    cloudpickle.register_pickle_by_value(module)  # by name: every pipeline file's
+    try:
+        yield module
+    finally:
+        if saved is None:
+            del sys.modules[MODULE]
+        else:
+            sys.modules[MODULE] = saved
 
 
 def shown(path: Path) -> str:

@@ -3,6 +3,10 @@
 On Databricks, `spark.readStream.table("silver_orders")` inside a pipeline file means "the dataset
 this pipeline defines", and the pipeline updates it first. Classic PySpark knows nothing of the
 graph, so during an update these readers ask a resolver first and fall back to the catalog.
+
+`LIVE.silver_orders` names the same dataset: the legacy LIVE virtual schema, which Databricks'
+default publishing mode ignores (https://docs.databricks.com/aws/en/dlt/live-schema); a name
+under LIVE that the pipeline does not define goes to the catalog as it was written.
 """
 
 from __future__ import annotations
@@ -15,6 +19,13 @@ from pyspark.sql.streaming.readwriter import DataStreamReader
 
 # (name, streaming) -> the dataset's DataFrame, or None when the pipeline does not define it
 Resolver = Callable[[str, bool], DataFrame | None]
+LIVE = "live"
+
+
+def dataset_name(name: str) -> str:
+    """`name` without the legacy `LIVE.` prefix (any case)."""
+    schema, dot, rest = name.partition(".")
+    return rest if dot and rest and schema.lower() == LIVE else name
 
 
 @contextmanager
@@ -25,15 +36,15 @@ def resolved_reads(resolve: Resolver) -> Iterator[None]:
     originals = (DataStreamReader.table, DataFrameReader.table, SparkSession.table)
 
     def stream_table(self: DataStreamReader, tableName: str) -> DataFrame:
-        df = resolve(tableName, True)
+        df = resolve(dataset_name(tableName), True)
         return df if df is not None else originals[0](self, tableName)
 
     def batch_table(self: DataFrameReader, tableName: str) -> DataFrame:
-        df = resolve(tableName, False)
+        df = resolve(dataset_name(tableName), False)
         return df if df is not None else originals[1](self, tableName)
 
     def session_table(self: SparkSession, tableName: str) -> DataFrame:
-        df = resolve(tableName, False)
+        df = resolve(dataset_name(tableName), False)
         return df if df is not None else originals[2](self, tableName)
 
     # Replacing these methods is the purpose here; mypy's method-assign check is for doing it

@@ -1,23 +1,40 @@
 """Collects the graph that pipeline files declare, through pyspark's own registration hook, and
 checks it: every problem a declaration can have without reading data is a DeclarationError
-naming the file and the dataset, raised while the files load (`complete`)."""
+naming the file and the dataset, raised while the files load (`complete`).
+
+Each table's declared definition (comment, properties, partitioning, clustering, schema, `path`,
+`private`: dataset_declarations.py) is read from here as the warehouse takes it
+(`definitions`)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
+from typing import Any, TypeVar
 
 from pyspark.pipelines.flow import AutoCdcFlow, Flow
 from pyspark.pipelines.graph_element_registry import GraphElementRegistry
-from pyspark.pipelines.output import MaterializedView, Output, StreamingTable, Table, TemporaryView
+from pyspark.pipelines.output import (
+    MaterializedView,
+    Output,
+    Sink,
+    StreamingTable,
+    Table,
+    TemporaryView,
+)
+from pyspark.sql.types import StructType
 
 from exactly_once import table_properties
 from exactly_once.errors import DeclarationError, GraphError
 from exactly_once.local.auto_cdc.from_snapshot.spec import SnapshotCdcSpec
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.graph import expectations
+from exactly_once.local.graph.dataset_declarations import DeclaredStreamingTable, PublishedView
+from exactly_once.local.storage.table_definition import TableDefinition
 from exactly_once.table_properties import TOMBSTONE_GC_NEVER_SECONDS, tombstone_gc_seconds
+
+AnyFlow = TypeVar("AnyFlow", Flow, AutoCdcSpec, SnapshotCdcSpec)
 
 
 @dataclass
@@ -80,8 +97,29 @@ class PipelineGraph(GraphElementRegistry):
     def is_materialized_view(self, name: str) -> bool:
         return isinstance(self.outputs.get(name), MaterializedView)
 
+    def sinks(self) -> list[Sink]:
+        """The sinks (`dp.create_sink`): outputs written outside the pipeline, never read."""
+        return [o for o in self.outputs.values() if isinstance(o, Sink)]
+
+    def sink(self, name: str) -> Sink | None:
+        output = self.outputs.get(name)
+        return output if isinstance(output, Sink) else None
+
     def table_properties(self, name: str) -> dict[str, str]:
         return dict(getattr(self.outputs.get(name), "table_properties", None) or {})
+
+    def query_decides_kind(self, name: str) -> bool:
+        """Whether `name` is a `@dp.table`, which a batch query makes a materialized view."""
+        return bool(getattr(self.outputs.get(name), "query_decides_kind", False))
+
+    def definitions(self) -> dict[str, TableDefinition]:
+        """Each table's declared definition, as the warehouse stores it."""
+        return {t.name: TableDefinition(
+            comment=t.comment, properties=self.table_properties(t.name),
+            partition_cols=tuple(t.partition_cols or ()), cluster_by=tuple(t.cluster_by or ()),
+            schema=t.schema if isinstance(t.schema, StructType) else None,
+            location=getattr(t, "path", None), private=bool(getattr(t, "private", False)))
+            for t in self.tables()}
 
     def all_flows(self) -> list[Flow | AutoCdcSpec | SnapshotCdcSpec]:
         return [*self.flows, *self.auto_cdc_flows, *self.snapshot_flows]
@@ -106,7 +144,24 @@ class PipelineGraph(GraphElementRegistry):
                                for spec in self.auto_cdc_flows]
         self.snapshot_flows = [replace(spec, target_properties=self.table_properties(spec.target))
                                for spec in self.snapshot_flows]
+        self.flows = [self._under_table(flow) for flow in self.flows]
+        self.auto_cdc_flows = [self._under_table(spec) for spec in self.auto_cdc_flows]
+        self.snapshot_flows = [self._under_table(spec) for spec in self.snapshot_flows]
         self.validate()
+
+    def _under_table(self, flow: AnyFlow) -> AnyFlow:
+        """`flow` with what `create_streaming_table` declares for every flow into its table:
+        its expectations, after the flow's own (an AUTO CDC flow's are refused: `problems`),
+        and its spark_conf, under the flow's own (where the flow has a spark_conf)."""
+        table = self.outputs.get(flow.target)
+        if not isinstance(table, DeclaredStreamingTable):
+            return flow
+        changes: dict[str, Any] = {}
+        if table.expectations and isinstance(flow, Flow):
+            changes["func"] = expectations.with_expectations(flow.func, table.expectations)
+        if table.spark_conf and "spark_conf" in {f.name for f in fields(flow)}:
+            changes["spark_conf"] = {**table.spark_conf, **getattr(flow, "spark_conf", {})}
+        return replace(flow, **changes)
 
     def validate(self) -> None:
         """Raise the first of the graph's `problems`."""
@@ -118,10 +173,13 @@ class PipelineGraph(GraphElementRegistry):
         dataset it is about and the file that declared it. Expectation constraints are parsed
         in the active session (the one the files loaded in)."""
         yield from self._flow_problems()
+        yield from self._sink_problems()
         for name in self.outputs:
-            if not self.flows_into(name):
+            if not self.flows_into(name) and self.sink(name) is None:
                 yield self._error(f"dataset `{name}` has no flow", name)
         yield from self._tombstone_problems()
+        yield from self._auto_cdc_target_problems()
+        yield from self._published_view_problems()
         for name, output in self.outputs.items():
             try:
                 table_properties.check(getattr(output, "table_properties", None) or {}, name)
@@ -152,12 +210,12 @@ class PipelineGraph(GraphElementRegistry):
             if spec.source not in self.outputs:  # a change feed of the pipeline (update.py)
                 yield self._error(f"AUTO CDC flow `{spec.name}` reads `{spec.source}`, which the "
                                   "pipeline does not define", spec.target, spec.name)
-            if spec.target in self.outputs \
+            if spec.target in self.outputs and self.sink(spec.target) is None \
                     and not isinstance(self.outputs[spec.target], StreamingTable):
                 yield self._error(f"AUTO CDC target `{spec.target}` must be a streaming table",
                                   spec.target, spec.name)
         for snapshot in self.snapshot_flows:
-            if snapshot.target not in self.outputs:
+            if snapshot.target not in self.outputs or self.sink(snapshot.target) is not None:
                 continue
             if not isinstance(self.outputs[snapshot.target], StreamingTable):
                 yield self._error(f"AUTO CDC FROM SNAPSHOT target `{snapshot.target}` must be a "
@@ -173,6 +231,52 @@ class PipelineGraph(GraphElementRegistry):
             elif sum(f.name == snapshot.name for f in self.all_flows()) > 1:
                 yield self._error(f"flow `{snapshot.name}` is defined twice", snapshot.target,
                                   snapshot.name)
+
+    def _sink_problems(self) -> Iterator[GraphError]:
+        """A sink takes append flows only, without expectations (Databricks' sink reference)."""
+        for sink in self.sinks():
+            for flow in self.flows_into(sink.name):
+                if isinstance(flow, AutoCdcSpec | SnapshotCdcSpec):
+                    kind = "AUTO CDC" if isinstance(flow, AutoCdcSpec) else "AUTO CDC FROM SNAPSHOT"
+                    yield self._error(f"sink `{sink.name}` takes append flows only "
+                                      f"(@dp.append_flow); {kind} flow `{flow.name}` writes it",
+                                      sink.name, flow.name)
+                elif expectations.declared(flow.func):
+                    yield self._error(f"expectations are not supported on a sink: flow "
+                                      f"`{flow.name}` writes sink `{sink.name}`", sink.name,
+                                      flow.name)
+
+    def _auto_cdc_target_problems(self) -> Iterator[GraphError]:
+        """What `create_streaming_table` declares that AUTO CDC flows do not apply locally."""
+        specs: list[AutoCdcSpec | SnapshotCdcSpec] = [*self.auto_cdc_flows, *self.snapshot_flows]
+        for spec in specs:
+            table = self.outputs.get(spec.target)
+            if not isinstance(table, DeclaredStreamingTable):
+                continue
+            if table.expectations:
+                yield self._error(f"create_streaming_table: expect_all* on the target of AUTO "
+                                  f"CDC flow `{spec.name}` are not supported by the local "
+                                  "runtime", spec.target)
+            if table.schema is not None:
+                yield self._error(f"create_streaming_table: a declared schema on the target of "
+                                  f"AUTO CDC flow `{spec.name}` is not supported by the local "
+                                  "runtime", spec.target)
+
+    def published_views(self) -> list[PublishedView]:
+        return [o for o in self.outputs.values() if isinstance(o, PublishedView)]
+
+    def _published_view_problems(self) -> Iterator[GraphError]:
+        """A published view reads what is published too: a view of the catalog cannot name
+        the pipeline's temporary views or private tables."""
+        for view in self.published_views():
+            for name in view.reads:
+                read = self.outputs.get(name)
+                hidden = (isinstance(read, TemporaryView) and not isinstance(read, PublishedView)
+                          or bool(getattr(read, "private", False)))
+                if hidden:
+                    yield self._error(f"view `{view.name}` reads `{name}`, which the pipeline "
+                                      "does not publish (a temporary view or a private table): "
+                                      "a view is published, and reads what is", view.name)
 
     def _tombstone_problems(self) -> Iterator[GraphError]:
         """An SCD2 journal keeps every delete; an SCD1 table over the same changes whose

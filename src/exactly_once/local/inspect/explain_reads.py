@@ -9,7 +9,7 @@ a table read later is at least as new as those read before it, so whatever a dow
 holds, its upstream rows are there too: a delivery is at worst "not read yet", never
 contradicted.
 
-The gold tables of each topic are the pipeline's (pipelines/gold_*.py, late_events.py), named
+The gold tables of each topic are the pipeline's (pipelines/gold_*, late_events.py), named
 in `GOLD`; tests/test_explain.py checks them against the declared graph.
 """
 

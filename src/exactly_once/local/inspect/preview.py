@@ -10,11 +10,13 @@ from exactly_once.local.storage.warehouse import PIPELINE_DIR, Warehouse
 
 
 def table_names(warehouse: Warehouse) -> list[str]:
-    """The Delta tables of the warehouse (the event log included), not the pipeline's state."""
+    """The Delta tables of the warehouse (the event log included, and a table stored at its
+    declared `path`), not the pipeline's state. A private table is one of them: private means
+    not published in the session catalog; the warehouse is the pipeline's own storage."""
     if not warehouse.root.is_dir():
         return []
-    return sorted(p.name for p in warehouse.root.iterdir()
-                  if p.name != PIPELINE_DIR and warehouse.has_table(p.name))
+    names = {p.name for p in warehouse.root.iterdir() if p.name != PIPELINE_DIR}
+    return sorted(n for n in names | set(warehouse.located_tables()) if warehouse.has_table(n))
 
 
 def require_table(warehouse: Warehouse, name: str) -> None:

@@ -2,6 +2,8 @@
 
     warehouse.py       the layout: tables, checkpoints, AUTO CDC state, the pipeline's own files
     delta_log.py       a Delta table's log read directly, no Spark job
+    table_definition.py a table's declared definition as Delta keeps it (comment, properties,
+                       partitioning, clustering, a declared schema), a query checked against it
     snapshot_files.py  a table's latest version read as the Parquet files its log names
     lock.py            one update at a time per warehouse
     idempotent.py      Delta writes that a replayed micro-batch does not repeat

@@ -113,7 +113,8 @@ def rows_written(path: StoragePath | str, after_version: int) -> int:
 # (or a commit without metrics) makes the count unknown: `row_count` returns None.
 _UNCHANGED = {"CREATE TABLE", "ADD COLUMNS", "CHANGE COLUMN", "SET TBLPROPERTIES",
               "UNSET TBLPROPERTIES", "OPTIMIZE", "UPDATE", "ADD CONSTRAINT", "DROP CONSTRAINT",
-              "UPGRADE PROTOCOL", "VACUUM START", "VACUUM END", "CREATE OR REPLACE TABLE"}
+              "UPGRADE PROTOCOL", "VACUUM START", "VACUUM END", "CREATE OR REPLACE TABLE",
+              "CLUSTER BY"}
 _row_counts: dict[str, tuple[str | None, int, int]] = {}  # path -> (table id, version, rows)
 
 
@@ -291,25 +292,74 @@ def appends_since_creation(path: StoragePath | str, max_versions: int = 100) -> 
     return True
 
 
+def _latest_checksum(path: StoragePath | str, version: int) -> dict[str, Any] | None:
+    """The checksum file of `version` (`<version>.crc`, which Delta writes with each commit and
+    which holds the table's metadata, protocol and domain metadata), if it is there and whole."""
+    try:
+        crc = json.loads((log_dir(path) / f"{version:020d}.crc").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    metadata = crc.get("metadata") if isinstance(crc, dict) else None
+    return crc if isinstance(metadata, dict) and "id" in metadata else None
+
+
 def _latest_metadata(path: StoragePath | str) -> dict[str, Any] | None:
-    """The metaData of the table's latest version: from that version's checksum file
-    (`<version>.crc`, which Delta writes with each commit and which holds the metadata), else
+    """The metaData of the table's latest version: from that version's checksum file, else
     from the latest commit that carries metadata; None when neither is there."""
     found = versions(path)
     if not found:
         return None
-    try:
-        crc = json.loads((log_dir(path) / f"{found[-1]:020d}.crc").read_text(encoding="utf-8"))
-        metadata = crc["metadata"]
-        if isinstance(metadata, dict) and "id" in metadata:
-            return metadata
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
+    crc = _latest_checksum(path, found[-1])
+    if crc is not None:
+        return dict(crc["metadata"])
     for version in reversed(found):
         for action in actions(path, version):
             if "metaData" in action:
                 return dict(action["metaData"])
     return None
+
+
+@dataclass(frozen=True)
+class Described:
+    """What `DESCRIBE DETAIL` says of a table's definition, read from its log."""
+
+    description: str | None
+    properties: dict[str, str]
+    partition_columns: list[str]
+    clustering_columns: list[str] | None  # None: the log cannot tell
+    schema_json: str
+
+
+CLUSTERING_DOMAIN = "delta.clustering"
+
+
+def described(path: StoragePath | str) -> Described | None:
+    """The table's comment, properties, partitioning, clustering and schema at its latest
+    version, from its checksum file (the metadata also from its commits); None when there is
+    no table."""
+    found = versions(path)
+    if not found:
+        return None
+    crc = _latest_checksum(path, found[-1])
+    metadata = dict(crc["metadata"]) if crc is not None else _latest_metadata(path)
+    if metadata is None:
+        return None
+    domains = crc.get("domainMetadata") if crc is not None else None
+    # Without the checksum file (a writer that wrote none) only a replay of the whole log
+    # could tell: not worth it here, where the next commit's checksum will.
+    clustering = _clustering(domains) if isinstance(domains, list) else None
+    return Described(metadata.get("description"), dict(metadata.get("configuration") or {}),
+                     list(metadata.get("partitionColumns") or []), clustering,
+                     str(metadata.get("schemaString", "")))
+
+
+def _clustering(domains: list[dict[str, Any]]) -> list[str]:
+    """The clustering columns the `delta.clustering` domain metadata names ([]: none)."""
+    for domain in domains:
+        if domain.get("domain") == CLUSTERING_DOMAIN and not domain.get("removed"):
+            columns = json.loads(domain.get("configuration") or "{}").get("clusteringColumns")
+            return [".".join(parts) for parts in columns or []]
+    return []
 
 
 def table_id(path: StoragePath | str) -> str | None:

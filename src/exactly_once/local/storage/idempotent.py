@@ -8,6 +8,8 @@ A batch that is not a replay cannot have committed before, so it writes without 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from delta.tables import DeltaMergeBuilder
 from pyspark.sql import DataFrame, SparkSession
 
@@ -23,13 +25,14 @@ def already_committed(path: StoragePath | str, marker: Marker) -> bool:
     return last is not None and last >= marker.batch
 
 
-def append(df: DataFrame, path: StoragePath | str, marker: Marker, replayed: bool) -> bool:
+def append(df: DataFrame, path: StoragePath | str, marker: Marker, replayed: bool,
+           options: Mapping[str, str] | None = None) -> bool:
     """Append `df` to the Delta table at `path` unless a replayed batch already did; whether
-    this call wrote it."""
+    this call wrote it. `options`: more of Delta's writer options (a delta sink's own)."""
     if replayed and already_committed(path, marker):
         return False
-    df.write.format("delta").mode("append").option("userMetadata", marker.user_metadata()) \
-        .save(str(path))
+    df.write.format("delta").mode("append").options(**(options or {})) \
+        .option("userMetadata", marker.user_metadata()).save(str(path))
     return True
 
 

@@ -1,17 +1,26 @@
 """The warehouse: one Delta table per directory, plus the pipeline's own state.
 
     <warehouse>/<table>/                                each dataset, readable by any Delta reader
+                                                        (or where its declaration's `path` says)
     <warehouse>/event_log/                              the pipeline event log (see event_log.py)
     <warehouse>/_pipeline/checkpoints/<flow>/           streaming checkpoints (what was processed)
+    <warehouse>/_pipeline/checkpoints/<flow>/once_query a once flow's writer id (its marks')
+    <warehouse>/_pipeline/checkpoints/<flow>/once.json  a once flow (a backfill) that has run
     <warehouse>/_pipeline/auto_cdc/<target>/            AUTO CDC key state (SCD1) or journal (SCD2)
     <warehouse>/_pipeline/auto_cdc/<target>__rejected/  AUTO CDC rows with a NULL key or sequence
     <warehouse>/_pipeline/lock                          the update lock (see lock.py)
     <warehouse>/_pipeline/reset.json                    tables a full refresh is resetting
     <warehouse>/_pipeline/definition.json               the definition the last update finished
                                                         with (execution/schema_check.py)
+    <warehouse>/_sinks/<tableName>/                     a delta sink by `tableName` (never reset)
+    <warehouse>/_pipeline/locations.json                tables stored at a declared `path`
 
 This module is the one place that knows the layout, so the runtime, the event log and the quality
 tools cannot disagree about it; whether a Delta table exists at a path is `delta_log`'s to say.
+An update gives the warehouse its tables' declared definitions (`declaring`): where each is
+stored, whether it is published in the session catalog (`private` tables are not), and what
+Delta keeps of it (table_definition.py). `show` and the other readers of a finished warehouse
+find a table at a declared `path` through `locations.json`.
 The root is a local directory or a prefix of an object store (`s3a://bucket/prefix`): every
 file this module touches goes through files.py, which reads and writes either.
 Spark is imported only where a method needs it: the quality tools import this module for the
@@ -21,14 +30,17 @@ paths.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from exactly_once.errors import GraphError
-from exactly_once.local.storage import delta_log
+from exactly_once.local.storage import delta_log, table_definition
 from exactly_once.local.storage.delta_log import is_delta_table
-from exactly_once.local.storage.files import StoragePath, remove_tree, write_atomic
+from exactly_once.local.storage.files import StoragePath, location, remove_tree, write_atomic
+from exactly_once.local.storage.table_definition import TableDefinition
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -36,6 +48,7 @@ if TYPE_CHECKING:
 
 PIPELINE_DIR = "_pipeline"
 EVENT_LOG_DIR = "event_log"
+SINKS_DIR = "_sinks"
 
 
 @dataclass(frozen=True)
@@ -51,6 +64,8 @@ class AutoCdcTables:
 @dataclass(frozen=True)
 class Warehouse:
     root: StoragePath
+    # Each table's declared definition, by name (`declaring`); none for a warehouse read back.
+    definitions: Mapping[str, TableDefinition] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
         # Spark's JVM resolves a relative path against its own working directory, which is
@@ -59,10 +74,62 @@ class Warehouse:
             object.__setattr__(self, "root", self.root.absolute())
 
     def table_path(self, name: str) -> StoragePath:
-        return self.root / name
+        """Where table `name` is stored: its declared `path`, else `<warehouse>/<name>`."""
+        if name in self.definitions:
+            declared = self.definitions[name].location
+        else:
+            declared = self._recorded_locations.get(name)
+        return location(declared) if declared else self.root / name
+
+    def declaring(self, definitions: Mapping[str, TableDefinition]) -> Warehouse:
+        """This warehouse, holding the tables `definitions` declare; their declared locations
+        recorded for the readers of the warehouse. A table whose declared location moved while
+        its data stayed where it was is an error: an update would start it anew, empty."""
+        declared = {name: d.location for name, d in definitions.items() if d.location}
+        recorded = self._recorded_locations
+        for name in definitions:
+            before, now = recorded.get(name), declared.get(name)
+            old, new = (location(p) if p else self.root / name for p in (before, now))
+            if before != now and is_delta_table(old) and not is_delta_table(new):
+                raise GraphError(f"`{name}` is stored at {old}, but its declaration's path is "
+                                 f"now {new}: move the table there (or remove it) and run again",
+                                 dataset=name)
+        if declared != recorded and (declared or self.locations_path().is_file()):
+            write_atomic(self.locations_path(), json.dumps(declared, sort_keys=True))
+        return replace(self, definitions=dict(definitions))
+
+    def located_tables(self) -> list[str]:
+        """The tables stored at a declared `path`, as the last update recorded them."""
+        if self.definitions:
+            return sorted(n for n, d in self.definitions.items() if d.location)
+        return sorted(self._recorded_locations)
+
+    def locations_path(self) -> StoragePath:
+        return self.root / PIPELINE_DIR / "locations.json"
+
+    @cached_property
+    def _recorded_locations(self) -> dict[str, str]:
+        path = self.locations_path()
+        return dict(json.loads(path.read_text(encoding="utf-8"))) if path.is_file() else {}
 
     def checkpoint_path(self, flow: str) -> StoragePath:
         return self._checkpoints_dir / flow
+
+    def once_marker_path(self, flow: str) -> StoragePath:
+        """Written once a once flow has run: in its checkpoint's directory, so what forgets the
+        flow's checkpoint (a full refresh of its target) makes it run again."""
+        return self.checkpoint_path(flow) / "once.json"
+
+    def once_query_path(self, flow: str) -> StoragePath:
+        """A once flow's writer id, as a streaming checkpoint's `metadata` holds its query's:
+        new when the checkpoint is, so its writes after a full refresh are not taken for
+        those before."""
+        return self.checkpoint_path(flow) / "once_query"
+
+    def sink_table_path(self, table_name: str) -> StoragePath:
+        """A delta sink's table named by `tableName`: outside `_pipeline`, as a full refresh
+        never clears a sink."""
+        return self.root / SINKS_DIR / table_name
 
     def checkpoints(self) -> list[StoragePath]:
         """Every flow's checkpoint that exists."""
@@ -127,21 +194,62 @@ class Warehouse:
 
     def register(self, spark: SparkSession, name: str) -> None:
         """Make `name` resolve to this warehouse's table in the session catalog (which forgets
-        tables between runs). A name left by an update of another warehouse in the same session
-        is moved here: an external table's entry is dropped, never its files."""
-        location = str(self.table_path(name).resolve())
+        tables between runs), its declared comment, properties and clustering brought to the
+        table first (table_definition.conform). A name left by an update of another warehouse
+        in the same session is moved here: an external table's entry is dropped, never its
+        files. A private table is not published: an entry of it is dropped; a table of the
+        catalog with its name stays the catalog's, as on Databricks."""
+        where = str(self.table_path(name).resolve())
+        definition = self.definitions.get(name)
+        if definition is not None:
+            table_definition.conform(spark, where, definition)
+        if definition is not None and definition.private:
+            self._unregister(spark, name)
+            return
         registered = _registered_location(spark, name)
-        if registered is not None and registered.removeprefix("file:") == location:
+        if registered is not None and registered.removeprefix("file:") == where:
             return
         if registered is not None:
             spark.sql(f"DROP TABLE IF EXISTS `{name}`")
-        spark.sql(f"CREATE TABLE IF NOT EXISTS `{name}` USING DELTA LOCATION '{location}'")
+        spark.sql(f"CREATE TABLE IF NOT EXISTS `{name}` USING DELTA LOCATION '{where}'")
+
+    @staticmethod
+    def publish_view(spark: SparkSession, name: str, definition: str, comment: str | None,
+                     properties: Mapping[str, str]) -> None:
+        """View `name` in the session catalog, over the tables `definition` (a query) reads as
+        they are registered: what a pipeline's CREATE VIEW publishes."""
+        def quoted(text: str) -> str:
+            return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+        clauses = [f"COMMENT {quoted(comment)}"] if comment is not None else []
+        if properties:
+            clauses.append("TBLPROPERTIES (" + ", ".join(
+                f"{quoted(k)} = {quoted(v)}" for k, v in properties.items()) + ")")
+        spark.sql(f"CREATE OR REPLACE VIEW `{name.replace('`', '``')}` {' '.join(clauses)} "
+                  f"AS {definition}")
+
+    def _unregister(self, spark: SparkSession, name: str) -> None:
+        """Drop the session catalog's entry of `name` if it points at this warehouse's table;
+        anything else of that name is not the pipeline's to drop."""
+        try:
+            registered = _registered_location(spark, name)
+        except GraphError:  # the catalog's own table of that name
+            return
+        if registered is not None \
+                and registered.removeprefix("file:") == str(self.table_path(name).resolve()):
+            spark.sql(f"DROP TABLE IF EXISTS `{name}`")
+
+    def definition(self, name: str) -> TableDefinition:
+        """Table `name`'s declared definition (an empty one when it declares nothing)."""
+        return self.definitions.get(name) or TableDefinition()
 
     def create_table(self, spark: SparkSession, name: str, schema: StructType,
-                     properties: dict[str, str] | None = None, comment: str | None = None) -> None:
-        """An empty Delta table, so readers downstream work before the first row arrives."""
-        create_empty_table(spark, str(self.table_path(name).resolve()), schema, properties,
-                           comment)
+                     properties: dict[str, str] | None = None) -> None:
+        """An empty Delta table with the declared definition of `name` (`schema`, the
+        query's, unless it declares one; `properties` added to its declared ones), so readers
+        downstream work before the first row arrives."""
+        table_definition.create(spark, str(self.table_path(name).resolve()),
+                                self.definition(name), schema, properties)
         self.register(spark, name)
 
     def reset_checkpoint(self, flow: str) -> None:
@@ -173,7 +281,7 @@ class Warehouse:
         """Full refresh of `tables` (table -> the flows writing it): drop each table with the
         flows' checkpoints and its AUTO CDC state. Other tables and their state stay."""
         for name, flows in tables.items():
-            spark.sql(f"DROP TABLE IF EXISTS `{name}`")
+            self._unregister(spark, name)
             for path in [self.table_path(name), self.auto_cdc_state_path(name),
                          self.auto_cdc_rejected_path(name),
                          *(self.checkpoint_path(flow) for flow in flows)]:
@@ -199,16 +307,9 @@ def _registered_location(spark: SparkSession, name: str) -> str | None:
 def create_empty_table(spark: SparkSession, path: str, schema: StructType,
                        properties: dict[str, str] | None = None,
                        comment: str | None = None) -> None:
-    """An empty Delta table at `path` (unless one is there): one commit, no Spark job, where
-    writing an empty DataFrame runs a write job for no rows."""
-    from delta.tables import DeltaTable
-
-    builder = DeltaTable.createIfNotExists(spark).location(path).addColumns(schema)
-    for key, value in (properties or {}).items():
-        builder = builder.property(key, value)
-    if comment:
-        builder = builder.comment(comment)
-    builder.execute()
+    """An empty Delta table at `path` (unless one is there), of the runtime's own (AUTO CDC
+    state): one commit, no Spark job."""
+    table_definition.create(spark, path, TableDefinition(comment=comment), schema, properties)
 
 
 def table_columns(spark: SparkSession, path: str) -> list[str]:

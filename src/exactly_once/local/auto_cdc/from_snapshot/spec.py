@@ -4,7 +4,9 @@ signature, for local runs, and the spec it declares.
 Databricks' reference (docs/auto_cdc.md, "AUTO CDC FROM SNAPSHOT"): the target is a streaming
 table; `source` is either the name of a table or view, snapshotted once per update with the
 update's processing time as its version, or a function `next_snapshot_and_version(latest)`
-returning `(DataFrame, version)` or None, asked again and again until it returns None. Open-source
+returning `(DataFrame, version)` or None, asked again and again until it returns None. With
+`once=True` (https://docs.databricks.com/aws/en/ldp/developer/ldp-python-ref-apply-changes-from-snapshot)
+the flow runs in one update only, and again when a full refresh recreates the target. Open-source
 pyspark has no such function; `dp_extensions.installed` puts this one on `dp` while files load.
 A wrong argument is a `DeclarationError` about the target (declaration.py).
 """
@@ -34,6 +36,7 @@ class SnapshotCdcSpec:
     stored_as_scd_type: int = 1
     track_history_column_list: tuple[str, ...] | None = None  # SCD2 only
     track_history_except_column_list: tuple[str, ...] | None = None  # SCD2 only
+    once: bool = False  # snapshots asked for in one update only (again after a full refresh)
     # The target's table_properties, given by the graph once every file has run.
     target_properties: Mapping[str, str] = field(default_factory=dict)
 
@@ -74,8 +77,6 @@ class SnapshotCdcDeclarations:
         once: bool = False,
     ) -> None:
         declaration = Declaration("create_auto_cdc_from_snapshot_flow", target)
-        if once:
-            raise declaration.error("local AUTO CDC FROM SNAPSHOT does not support once=True")
         if not (isinstance(source, str) and source) and not callable(source):
             raise declaration.error("source must be the name of a table or view, or a function "
                                     f"next_snapshot_and_version(latest_version); got {source!r}")
@@ -92,4 +93,5 @@ class SnapshotCdcDeclarations:
                                             track_history_column_list),
             track_history_except_column_list=names("track_history_except_column_list",
                                                    track_history_except_column_list),
+            once=bool(once),
         ))

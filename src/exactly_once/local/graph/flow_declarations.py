@@ -1,0 +1,219 @@
+"""`dp.append_flow` and `dp.create_sink` with Databricks' signatures, for local runs, and what a
+flow into a sink must be.
+
+pyspark 4.2's `append_flow` lacks `once` and `comment`, and its `create_sink` checks nothing;
+pipeline files are written against Databricks, so locally these stand in for them
+(`dp_extensions.installed`). They register pyspark's own types: a `DeclaredFlow` is a pyspark
+`Flow` that also carries `once` and `comment`, a sink is pyspark's `Sink` output.
+
+References: https://docs.databricks.com/aws/en/ldp/developer/ldp-python-ref-append-flow (a
+`once` flow's query is a batch DataFrame; it runs once, and again when a full refresh recreates
+its target: https://docs.databricks.com/aws/en/ldp/flows-backfill) and
+https://docs.databricks.com/aws/en/ldp/developer/ldp-python-ref-sink (`delta` by `path` or a
+fully qualified `tableName`, `kafka` by `kafka.bootstrap.servers` and `topic`; append flows only;
+no expectations). A documented argument the runtime does not implement, and a sink option it
+cannot honour, is a `DeclarationError` about the target, raised while the file runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pyspark.pipelines.flow import Flow, QueryFunction
+from pyspark.pipelines.output import Sink
+from pyspark.sql import DataFrame
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    DataType,
+    IntegerType,
+    StringType,
+    StructType,
+)
+
+from exactly_once.errors import DeclarationError, FlowError
+from exactly_once.kafka.sink_transactions import RUNTIME_SETTINGS, refused_setting
+from exactly_once.local.graph import source_locations
+
+DELTA, KAFKA = "delta", "kafka"
+# The Delta writer options a sink's writes carry for their exactly-once markers
+# (storage/idempotent.py), or that only a streaming query takes.
+RUNTIME_DELTA_OPTIONS = ("userMetadata", "txnAppId", "txnVersion", "checkpointLocation")
+KAFKA_PREFIX = "kafka."
+HEADERS_TYPE = ArrayType(StructType().add("key", StringType()).add("value", BinaryType()))
+
+
+@dataclass(frozen=True)
+class DeclaredFlow(Flow):
+    """An append flow as Databricks declares it: pyspark's Flow, plus whether it runs once
+    (a backfill) and its description."""
+
+    once: bool = False
+    comment: str | None = None
+
+
+def is_once(flow: object) -> bool:
+    """Whether `flow` (of any kind: append, AUTO CDC, snapshot) runs once."""
+    return bool(getattr(flow, "once", False))
+
+
+@dataclass(frozen=True)
+class FlowDeclarations:
+    """Databricks' `dp.append_flow` and `dp.create_sink`, bound to the graph the files fill."""
+
+    register_flow: Callable[[Flow], None]
+    register_sink: Callable[[Sink], None]
+
+    def append_flow(self, *, target: str, name: str | None = None, once: bool = False,
+                    spark_conf: Mapping[str, str] | None = None, comment: str | None = None,
+                    depends_on: Any = None, import_checkpoint: str | None = None
+                    ) -> Callable[[QueryFunction], None]:
+        def error(message: str) -> DeclarationError:
+            return DeclarationError(f"append_flow: {message}", dataset=target)
+
+        for argument, value in (("depends_on", depends_on),
+                                ("import_checkpoint", import_checkpoint)):
+            if value is not None:
+                raise error(f"{argument} is not supported by the local runtime")
+        if name is not None and not isinstance(name, str):
+            raise error(f"name must be a string, got {name!r}")
+        if spark_conf is not None and not isinstance(spark_conf, Mapping):
+            raise error(f"spark_conf must be a dict of Spark settings, got {spark_conf!r}")
+        if comment is not None and not isinstance(comment, str):
+            raise error(f"comment must be a string, got {comment!r}")
+        location = source_locations.caller(stacklevel=1)
+        conf = {str(key): str(value) for key, value in (spark_conf or {}).items()}
+
+        def outer(func: QueryFunction) -> None:
+            self.register_flow(DeclaredFlow(
+                name=name if name is not None else func.__name__, target=target,
+                spark_conf=conf, source_code_location=location, func=func, once=bool(once),
+                comment=comment))
+
+        return outer
+
+    def create_sink(self, name: str, format: str, options: Mapping[str, str] | None = None
+                    ) -> None:
+        def error(message: str) -> DeclarationError:
+            return DeclarationError(f"create_sink: {message}", dataset=str(name))
+
+        if not isinstance(name, str) or not name:
+            raise error(f"name must be a string, got {name!r}")
+        if options is not None and not isinstance(options, Mapping):
+            raise error(f"options must be a dict of strings, got {options!r}")
+        given = {str(key): str(value) for key, value in (options or {}).items()}
+        if format == DELTA:
+            _check_delta_options(given, error)
+        elif format == KAFKA:
+            _check_kafka_options(given, error)
+        else:
+            raise error(f"format must be 'delta' or 'kafka', got {format!r}")
+        self.register_sink(Sink(name=name, comment=None, format=format, options=given,
+                                source_code_location=source_locations.caller(stacklevel=1)))
+
+
+def _check_delta_options(options: dict[str, str],
+                         error: Callable[[str], DeclarationError]) -> None:
+    places = [key for key in ("path", "tableName") if key in options]
+    if not places:
+        raise error("a delta sink takes option `path` or `tableName`")
+    if len(places) > 1:
+        raise error("a delta sink takes option `path` or `tableName`, not both")
+    table = options.get("tableName")
+    if table is not None:
+        parts = table.split(".")
+        if len(parts) not in (2, 3) or not all(parts):
+            raise error("tableName must be fully qualified (<schema>.<table> or "
+                        f"<catalog>.<schema>.<table>), got {table!r}")
+    for key in options:
+        if key in RUNTIME_DELTA_OPTIONS:
+            raise error(f"option `{key}` is the runtime's own (the sink's writes are made "
+                        "idempotent by it)")
+
+
+def _check_kafka_options(options: dict[str, str],
+                         error: Callable[[str], DeclarationError]) -> None:
+    if not options.get("kafka.bootstrap.servers") or not options.get("topic"):
+        raise error("a kafka sink needs options `kafka.bootstrap.servers` and `topic`")
+    for key in options:
+        if key != "topic" and not key.startswith(KAFKA_PREFIX):
+            raise error(f"option `{key}` is not an option of a kafka sink (`topic`, `kafka.*`)")
+        if key.removeprefix(KAFKA_PREFIX) in RUNTIME_SETTINGS:
+            raise error(f"option `{key}` is the runtime's own (the sink sends each batch in one "
+                        "Kafka transaction)")
+    refused = refused_setting(kafka_client_settings(options))
+    if refused is not None:
+        setting, reason = refused
+        which = f"option `{KAFKA_PREFIX}{setting}` is" if setting else "the `kafka.*` options are"
+        raise error(f"{which} not a setting of the local Kafka client (librdkafka): {reason}")
+
+
+# -- what the runtime reads of a sink ----------------------------------------------------------
+def kafka_client_settings(options: Mapping[str, str]) -> dict[str, str]:
+    """A kafka sink's `kafka.*` options but the servers, as the client names them."""
+    return {key.removeprefix(KAFKA_PREFIX): value for key, value in options.items()
+            if key.startswith(KAFKA_PREFIX) and key != "kafka.bootstrap.servers"}
+
+
+def delta_sink_path(sink: Sink) -> str | None:
+    """Where a delta sink by `path` writes, absolute (a relative path from the working
+    directory); None for a sink by `tableName`."""
+    path = sink.options.get("path")
+    if path is None or "://" in path:
+        return path
+    return str(Path(path).absolute())
+
+
+def delta_writer_options(sink: Sink) -> dict[str, str]:
+    """A delta sink's options for Delta's writer: all but where it writes."""
+    return {k: v for k, v in sink.options.items() if k not in ("path", "tableName")}
+
+
+def check_flow_query(flow: Flow, df: DataFrame, sink: Sink | None) -> None:
+    """What a flow's query must be, checked once it is built, before it runs (`dry-run` checks
+    the same): a once flow's a batch, a sink flow's a stream (unless once), and the rows of a
+    kafka sink's flow what Kafka takes."""
+    if is_once(flow) and df.isStreaming:
+        raise FlowError(f"flow `{flow.name}` is a once flow (once=True): its query must be a "
+                        "batch DataFrame (spark.read), not a stream")
+    if sink is None:
+        return
+    if not is_once(flow) and not df.isStreaming:
+        raise FlowError(f"flow `{flow.name}` writes to sink `{sink.name}` but its query is not a "
+                        "stream; read with spark.readStream, or declare it once=True")
+    if sink.format == KAFKA:
+        check_kafka_rows(sink.name, flow.name, df.schema)
+
+
+def check_kafka_rows(sink: str, flow: str, schema: StructType) -> None:
+    """The columns Spark's Kafka writer takes: `value` (string or binary), and optionally `key`
+    (the same), `headers` (array<struct<key: string, value: binary>>) and `partition` (int);
+    `topic` is the sink's option, other columns are not sent."""
+    def error(message: str) -> DeclarationError:
+        return DeclarationError(f"kafka sink `{sink}`: {message}", dataset=sink)
+
+    types = {f.name: f.dataType for f in schema.fields}
+    if "value" not in types:
+        raise error(f"the rows of flow `{flow}` have no `value` column (their columns: "
+                    f"{', '.join(types)})")
+    expected: dict[str, tuple[str, Callable[[DataType], bool]]] = {
+        "value": ("a string or binary", lambda t: isinstance(t, StringType | BinaryType)),
+        "key": ("a string or binary", lambda t: isinstance(t, StringType | BinaryType)),
+        "headers": (HEADERS_TYPE.simpleString(), _headers_type),
+        "partition": ("an int", lambda t: isinstance(t, IntegerType)),
+    }
+    for column, (wanted, fits) in expected.items():
+        if column in types and not fits(types[column]):
+            raise error(f"column `{column}` of flow `{flow}` must be {wanted}, got "
+                        f"{types[column].simpleString()}")
+
+
+def _headers_type(data_type: DataType) -> bool:
+    if not isinstance(data_type, ArrayType) or not isinstance(data_type.elementType, StructType):
+        return False
+    fields = {f.name: f.dataType for f in data_type.elementType.fields}
+    return (set(fields) == {"key", "value"} and isinstance(fields["key"], StringType)
+            and isinstance(fields["value"], BinaryType))

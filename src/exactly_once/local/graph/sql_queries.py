@@ -1,0 +1,217 @@
+"""The query of a pipeline SQL statement, and what it reads: found in the plan Spark's parser
+makes of the statement (the pipeline grammar of Spark 4.1+: `STREAM(name)` / `STREAM name` a
+streaming relation, `read_files(...)` a table-valued function), with where each read is written
+in the query text.
+
+When the flow runs (`build`), each read of a table or view is made as a Python flow makes it,
+`spark.read.table(name)` or `spark.readStream.table(name)`, so the runtime resolves a pipeline
+dataset exactly as it does for Python (reads.py: the pipeline updates it first, `LIVE.` is
+dropped, a temporary view is inlined) and any other name in the catalog; the DataFrame is
+given to the query under a temporary view name of its own, which replaces the read in the text.
+`read_files(...)` goes to the Auto Loader seam (sql_read_files.py).
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+
+from exactly_once.local.graph import sql_read_files
+from exactly_once.local.graph.sql_files import BLANKS, Statement, closing, masked
+
+_IDENTIFIER = r"(?:`[^`]*`|[A-Za-z_][\w]*)(?:\s*\.\s*(?:`[^`]*`|[A-Za-z_][\w]*))*"
+_STREAM_READ = re.compile(rf"STREAM\s*(?:\(\s*{_IDENTIFIER}\s*\)|\s{_IDENTIFIER})", re.I)
+_BATCH_READ = re.compile(_IDENTIFIER)
+_FILES_READ = re.compile(r"(?:STREAM\s+)?read_files\s*\(", re.I)
+
+
+@dataclass(frozen=True)
+class Read:
+    """A read in the query text: characters [start, end) name `name`, a stream or not; `files`
+    holds read_files' path and options when it is a `read_files(...)` call."""
+
+    start: int
+    end: int
+    name: str
+    streaming: bool
+    files: tuple[str, tuple[tuple[str, str], ...]] | None = None
+
+
+@dataclass(frozen=True)
+class Query:
+    """A statement's query as written, and its reads."""
+
+    text: str
+    reads: tuple[Read, ...]
+
+    def build(self) -> DataFrame:
+        """The query's DataFrame, in the session of the flow that runs it."""
+        spark = SparkSession.getActiveSession()
+        assert spark is not None, "a flow's query runs with its session active"
+        views: list[str] = []
+        pieces, last = [], 0
+        try:
+            for read in self.reads:
+                view = f"__pipeline_sql_{uuid.uuid4().hex}"
+                _read(spark, read).createOrReplaceTempView(view)
+                views.append(view)
+                pieces += [self.text[last:read.start], view]
+                last = read.end
+            return spark.sql("".join([*pieces, self.text[last:]]))
+        finally:
+            for view in views:  # the DataFrame keeps the plan each view stood for
+                spark.catalog.dropTempView(view)
+
+
+    def published_text(self) -> str | None:
+        """The query as a view of the catalog keeps it: each read naming its dataset or table
+        as published (`LIVE.` dropped); None when it reads a stream or files, which a view of
+        the catalog cannot."""
+        pieces, last = [], 0
+        for read in self.reads:
+            if read.streaming or read.files is not None:
+                return None
+            parts = [p.strip().strip("`") for p in read.name.split(".")]
+            if len(parts) > 1 and parts[0].lower() == "live":
+                parts = parts[1:]
+            pieces += [self.text[last:read.start],
+                       ".".join(f"`{p.replace('`', '``')}`" for p in parts)]
+            last = read.end
+        return "".join([*pieces, self.text[last:]])
+
+    def read_names(self) -> tuple[str, ...]:
+        """The names the query reads, `LIVE.` dropped."""
+        return tuple(re.sub(r"^live\.", "", r.name, flags=re.I) for r in self.reads
+                     if r.files is None)
+
+
+def _read(spark: SparkSession, read: Read) -> DataFrame:
+    if read.files is not None:
+        path, options = read.files
+        return sql_read_files.read_files(spark, path, dict(options), read.streaming)
+    return (spark.readStream if read.streaming else spark.read).table(read.name)
+
+
+def query_of(statement: Statement, text: str, plan: Any, start: int) -> Query:
+    """The query `plan` (parsed from `text`, the statement as Spark was given it, where the
+    query begins at `start` and runs to the end) stands for, with its reads; what cannot be
+    read locally is the statement's error."""
+    end = len(text.rstrip())
+    blanked = masked(text)
+    found = _reads(statement, text, blanked, plan, _cte_names(plan))
+    reads = sorted((r for r in found if r is not None), key=lambda r: r.start)
+    if reads and reads[0].start < start:
+        raise statement.error("a read lies before its query, where Spark's parser puts it")
+    return Query(text[start:end], tuple(
+        Read(r.start - start, r.end - start, r.name, r.streaming, r.files) for r in reads))
+
+
+def query_start(text: str, original: str | None, after: int | None = None) -> int:
+    """Where the query starts in `text`: where Spark's own copy of it (`originalText`) is, or
+    the first word after position `after` (an INSERT INTO's `BY NAME`)."""
+    if original is not None:
+        found = text.rfind(original)
+        if found >= 0:
+            return found
+    position = after if after is not None else 0
+    lead = BLANKS.match(text, position)
+    return lead.end() if lead else position
+
+
+def _reads(statement: Statement, text: str, blanked: str, node: Any,
+           ctes: set[str]) -> Iterator[Read | None]:
+    kind = str(node.getClass().getSimpleName())
+    if kind == "NamedStreamingRelation":
+        yield _read_of(statement, text, blanked, node.child(), node, True, ctes)
+        return
+    if kind in ("UnresolvedRelation", "UnresolvedTableValuedFunction"):
+        yield _read_of(statement, text, blanked, node, node, bool(
+            kind == "UnresolvedRelation" and node.isStreaming()), ctes)
+        return
+    for children in (node.children(), node.innerChildren()):
+        for i in range(children.length()):
+            yield from _reads(statement, text, blanked, children.apply(i), ctes)
+
+
+def _read_of(statement: Statement, text: str, blanked: str, relation: Any, located: Any,
+             streaming: bool, ctes: set[str]) -> Read | None:
+    start, stop = _span(located)
+    if start is None or stop is None:
+        raise statement.error("a read's position is unknown to Spark's parser")
+    if str(relation.getClass().getSimpleName()) == "UnresolvedTableValuedFunction":
+        parts = _strings(relation.name())
+        if parts[-1].lower() != "read_files":
+            return None  # range(), explode()...: Spark's own, nothing of the pipeline
+        found = _FILES_READ.match(blanked, start)
+        close = closing(blanked, found.end() - 1) if found else -1
+        if found is None or close < 0:
+            raise statement.error("read_files(...) is not where Spark's parser puts it")
+        return Read(start, close + 1, "read_files", streaming,
+                    _files_arguments(statement, relation))
+    parts = _strings(relation.multipartIdentifier())
+    if len(parts) == 1 and parts[0].lower() in ctes:
+        return None  # a common table expression of the query
+    pattern = _STREAM_READ if streaming else _BATCH_READ
+    found = pattern.match(blanked, start)
+    if found is None:
+        raise statement.error(f"the read of `{'.'.join(parts)}` is not where Spark's parser "
+                              "puts it")
+    return Read(start, found.end(), _name(parts), streaming)
+
+
+def _files_arguments(statement: Statement, relation: Any
+                     ) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """read_files' path and options, each a literal (Databricks' read_files takes them so)."""
+    sql_read_files.check_supported(statement)
+    args = relation.functionArgs()
+    path, options = None, []
+    for i in range(args.length()):
+        arg = args.apply(i)
+        kind = str(arg.getClass().getSimpleName())
+        if kind == "NamedArgumentExpression":
+            options.append((str(arg.key()), _literal(statement, arg.value())))
+        elif path is None:
+            path = _literal(statement, arg)
+        else:
+            raise statement.error("read_files takes one path, then options as name => value")
+    if path is None:
+        raise statement.error("read_files needs a path")
+    return path, tuple(options)
+
+
+def _literal(statement: Statement, expression: Any) -> str:
+    if str(expression.getClass().getSimpleName()) != "Literal":
+        raise statement.error(f"read_files takes literal arguments, got {expression.sql()}")
+    return str(expression.value())
+
+
+def _cte_names(plan: Any) -> set[str]:
+    names: set[str] = set()
+    if str(plan.getClass().getSimpleName()) == "UnresolvedWith":
+        relations = plan.cteRelations()
+        names |= {str(relations.apply(i)._1()).lower() for i in range(relations.length())}
+    for children in (plan.children(), plan.innerChildren()):
+        for i in range(children.length()):
+            names |= _cte_names(children.apply(i))
+    return names
+
+
+def _name(parts: list[str]) -> str:
+    """The name a Python flow would give `spark.read.table`: parts joined, quoted when needed."""
+    return ".".join(p if re.fullmatch(r"[A-Za-z_]\w*", p) else f"`{p}`" for p in parts)
+
+
+def _strings(seq: Any) -> list[str]:
+    return [str(seq.apply(i)) for i in range(seq.length())]
+
+
+def _span(node: Any) -> tuple[int | None, int | None]:
+    origin = node.origin()
+    start, stop = origin.startIndex(), origin.stopIndex()
+    return (int(start.get()) if start.isDefined() else None,
+            int(stop.get()) if stop.isDefined() else None)
