@@ -8,7 +8,7 @@ pipeline's transforms cannot also hide in the expectation.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal, InvalidOperation
@@ -36,6 +36,26 @@ MAX_EVENT_AGE = timedelta(days=30)
 # its JSON value (str for a JSON string). Absent or null is allowed; any other value is not.
 Extra = Mapping[str, type]
 NO_EXTRA: Extra = MappingProxyType({})
+# A rule of the contract over an event's JSON fields: whether the event passes it.
+Rule = Callable[[dict], bool]
+
+
+class Contract(Mapping[str, type]):
+    """A contract changed from the README's: the optional fields it gained (as `Extra`, which
+    it can stand for) and `rules` by name, each replacing the README's rule of that name
+    (`non_negative_amount`) or added to them (README, "How the contract changes")."""
+
+    def __init__(self, fields: Extra = NO_EXTRA, rules: Mapping[str, Rule] = MappingProxyType({})):
+        self.fields, self.rules = fields, rules
+
+    def __getitem__(self, name: str) -> type:
+        return self.fields[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.fields)
+
+    def __len__(self) -> int:
+        return len(self.fields)
 
 
 def _timestamp(value) -> datetime | None:
@@ -79,14 +99,23 @@ def valid_event(record: Delivered, entity: str, extra: Extra = NO_EXTRA) -> dict
         if event["event_type"] != "order_deleted":
             if any(event.get(f) is None for f in STATE_FIELDS):
                 return None
-            amount = _decimal(event["amount"])
-            if amount is None or amount < 0:
+            if _decimal(event["amount"]) is None:
                 return None
     else:
         if event.get("event_type") != "xp_granted" or not _is_int(event.get("xp")) \
                 or event["xp"] <= 0:
             return None
-    return event
+    rules = {**(ORDER_RULES if entity == "order_id" else {}), **getattr(extra, "rules", {})}
+    return event if all(rule(event) for rule in rules.values()) else None
+
+
+def _non_negative_amount(event: dict) -> bool:
+    amount = _decimal(event.get("amount"))
+    return amount is None or amount >= 0
+
+
+# The README's rules of `orders` a changed contract may replace (Contract.rules), by name.
+ORDER_RULES: Mapping[str, Rule] = MappingProxyType({"non_negative_amount": _non_negative_amount})
 
 
 @dataclass

@@ -21,7 +21,10 @@ from crash_points import kill_at
 from events import ORDERS, REWARDS, Clock, Event, as_logged, grant, kafka_records, order
 from pyspark.sql import functions as F
 from reference import (
+    ORDER_RULES,
+    Contract,
     Delivered,
+    Extra,
     current_orders,
     distinct_order_events,
     order_history,
@@ -37,7 +40,7 @@ from exactly_once.local.auto_cdc.changes import IS_DELETE, SEQUENCE, tie_break
 from exactly_once.local.inspect import event_view
 from exactly_once.local.storage import delta_log, schema_evolution
 from exactly_once.local.storage.warehouse import Warehouse
-from exactly_once.settings.pipeline import load_settings
+from exactly_once.settings.pipeline import OCCURRED_AT_IN_FUTURE, load_settings
 
 TOPICS = {ORDERS: "order_id", REWARDS: "player_id"}
 SCHEMA = load_settings("local").topic("orders").schema  # conf/base.yml's contract
@@ -139,7 +142,8 @@ class Stream:
 
 
 def order_values(row) -> tuple:
-    return (row["event_id"], row["sequence"], row["status"], row["amount"], row["coupon"])
+    return (row["event_id"], row["sequence"], row["status"], row["amount"],
+            row.asDict().get("coupon"))
 
 
 def event_values(event: dict) -> tuple:
@@ -233,15 +237,16 @@ def test_the_event_log_records_the_schema_change_once(spark, added_field):
     assert "COMPLETED" in line and "schema: `coupon` STRING added" in line, line
 
 
-def assert_gold_is_the_models(spark, stream: Stream) -> None:
+def assert_gold_is_the_models(spark, stream: Stream, contract: Extra = COUPON) -> None:
+    """`orders` and `orders_history` are the model's of the whole log under `contract`."""
     delivered = stream.delivered
     assert {r["order_id"]: order_values(r) for r in stream.table(spark, "orders").collect()} == {
-        key: event_values(e) for key, e in current_orders(delivered, ORDERS, COUPON).items()}
+        key: event_values(e) for key, e in current_orders(delivered, ORDERS, contract).items()}
     history = stream.table(spark, "orders_history").collect()
     assert sorted((r["order_id"], rank(r["__START_AT"]), rank(r["__END_AT"]), *order_values(r))
                   for r in history) == sorted(
         (v.order_id, v.start, v.end, *event_values(v.event))
-        for v in order_history(delivered, ORDERS, extra=COUPON))
+        for v in order_history(delivered, ORDERS, extra=contract))
 
 
 @pytest.mark.kafka
@@ -442,3 +447,54 @@ def test_fields_sent_before_the_contract_knows_them(spark, tmp_path):
     assert {r["event_id"]: r["rescued_fields"]
             for r in stream.table(spark, "silver_orders").collect()} == {
         "e1": None, "e2": None, "e3": None}
+
+
+# A rule of `orders` fixed (a cancelled order's refund is a negative amount) and one added
+# (only the currencies the business takes), in conf/ and in the model.
+RULES = {name: sql for name, sql in load_settings("local").topic("orders").rules.items()
+         if name != OCCURRED_AT_IN_FUTURE}
+FIXED_RULES = json.dumps(RULES | {
+    "non_negative_amount": "amount IS NULL OR amount >= 0 OR event_type <=> 'order_cancelled'",
+    "known_currency": "currency IS NULL OR currency IN ('EUR', 'USD')"})
+FIXED = Contract(rules={
+    "non_negative_amount": lambda e: ORDER_RULES["non_negative_amount"](e)
+    or e.get("event_type") == "order_cancelled",
+    "known_currency": lambda e: e.get("currency") in (None, "EUR", "USD")})
+
+
+@pytest.mark.kafka
+def test_a_rule_fixed_or_added_applies_to_new_records_and_rederive_replays_it(
+        spark, kafka_broker, tmp_path):
+    """Through a real broker: the rules change between two updates. The next update applies
+    them to new records only; `exactly-once rederive parsed_orders` replays them over bronze:
+    a quarantined refund now passes, a silver order in pounds now fails, and gold and the
+    quarantine are the model's of the whole log under the new rules."""
+    stream = Stream(tmp_path, kafka_broker.bootstrap)
+    fixed = ("--set", f"topics.orders.rules={FIXED_RULES}")
+    with cli_in_session(spark):
+        assert stream.run([
+            Event.of(order("e1", "o1", 1, occurred_at=CLOCK.at(1))),
+            Event.of(order("e2", "o2", 1, event_type="order_cancelled", amount="-5.00",
+                           occurred_at=CLOCK.at(1)), breaks="non_negative_amount"),
+            Event.of(order("e3", "o3", 1, currency="GBP", occurred_at=CLOCK.at(1)))]) == (0, "")
+        assert stream.run([
+            Event.of(order("e4", "o4", 1, currency="GBP", occurred_at=CLOCK.at(2)),
+                     breaks="known_currency"),
+            Event.of(order("e5", "o5", 1, event_type="order_cancelled", amount="-1.00",
+                           occurred_at=CLOCK.at(2)))], *fixed) == (0, "")
+        next_update = sorted(r["order_id"] for r in stream.table(spark, "orders").collect())
+        quarantined = {json.loads(r["value"])["event_id"]: r["errors"]
+                       for r in stream.table(spark, "quarantine").collect()}
+        assert stream.command("rederive", "--quiet", "parsed_orders", *fixed) == (0, "")
+        replayed = {json.loads(r["value"])["event_id"]: r["errors"]
+                    for r in stream.table(spark, "quarantine").collect()}
+    assert next_update == ["o1", "o3", "o5"], "the new rules judge new records only"
+    assert quarantined == {"e2": ["non_negative_amount"], "e4": ["known_currency"]}
+    assert replayed == {"e3": ["known_currency"], "e4": ["known_currency"]}
+    assert sorted(r["event_id"] for r in stream.table(spark, "silver_orders").collect()) == \
+        ["e1", "e2", "e5"]
+    assert_gold_is_the_models(spark, stream, FIXED)
+    assert sorted((r["kafka_partition"], r["kafka_offset"])  # of the stream's own topic
+                  for r in stream.table(spark, "quarantine").collect()) == [
+        (partition, offset) for _, partition, offset
+        in quarantined_offsets(stream.delivered, TOPICS, {ORDERS: FIXED})]
