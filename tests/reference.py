@@ -101,10 +101,11 @@ def valid_event(record: Delivered, entity: str, extra: Extra = NO_EXTRA) -> dict
                 return None
             if _decimal(event["amount"]) is None:
                 return None
-    else:
+    elif entity == "player_id":
         if event.get("event_type") != "xp_granted" or not _is_int(event.get("xp")) \
                 or event["xp"] <= 0:
             return None
+    # Any other entity is a topic `exactly-once add-topic` added: the rules above are all it has.
     rules = {**(ORDER_RULES if entity == "order_id" else {}), **getattr(extra, "rules", {})}
     return event if all(rule(event) for rule in rules.values()) else None
 
@@ -195,6 +196,19 @@ def current_orders(records: list[Delivered], topic: str = "orders",
         if newest["event_type"] != "order_deleted":
             current[key] = newest
     return current
+
+
+def latest_by_key(records: list[Delivered], topic: str, entity: str,
+                  extra: Extra = NO_EXTRA) -> dict[str, dict]:
+    """A topic `exactly-once add-topic` added: per key, its valid event with the newest
+    (occurred_at, event_id), the SCD1 gold table it gets. `extra`: its fields beyond event_id,
+    occurred_at and the key."""
+    latest: dict[str, tuple[tuple, dict]] = {}
+    for record, event in _valid_deliveries(records, topic, entity, extra):
+        rank = (_timestamp(event["occurred_at"]), event["event_id"])
+        if record.key not in latest or rank > latest[record.key][0]:
+            latest[record.key] = (rank, event)
+    return {key: event for key, (_, event) in latest.items()}
 
 
 def _amount(event: dict) -> Decimal:

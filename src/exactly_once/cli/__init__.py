@@ -15,6 +15,7 @@
     exactly-once events [--update ID]          the event log of an update, a line per event
     exactly-once explain TABLE KEY             every delivery of a key, from Kafka to gold
     exactly-once quality validate|dashboard    Great Expectations + Data Docs; the HTML dashboard
+    exactly-once add-topic NAME --key K ...    a new topic: conf/, pipeline files, JSON Schema
 
 One module per command, each with `add_parser(subparsers)`; this one only builds the parser
 and dispatches, to the resident engine when one runs (engine_client.py). Errors print one line
@@ -27,6 +28,7 @@ import argparse
 import sys
 
 from exactly_once.cli import (
+    add_topic,
     broker,
     cluster,
     dry_run,
@@ -46,7 +48,7 @@ from exactly_once.cli import (
 from exactly_once.errors import ExactlyOnceError
 
 COMMANDS = (broker, cluster, engine, produce, generate, export_players, run, rederive, dry_run,
-            graph, show, events, explain, quality)
+            graph, show, events, explain, quality, add_topic)
 
 
 def build_parser() -> argparse.ArgumentParser:

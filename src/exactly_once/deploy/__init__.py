@@ -4,7 +4,8 @@
 `databricks bundle`) and checks databricks.yml against conf/; `dbx_deployment` renders
 conf/deployment.yml for dbx 0.8 (legacy). `targets` holds what both deploy. `contract_schema`
 keeps the contract published for producers (conf/<kafka topic>.schema.json) in step with the
-topics' schemas and rules. None imports the local runtime or Spark: generating and checking
+topics' schemas and rules; `new_topic` adds a topic's settings and pipeline files
+(`exactly-once add-topic`). None imports the local runtime or Spark: generating and checking
 these files needs only conf/ and pipelines/.
 
     python -m exactly_once.deploy write       # regenerate them (`make bundle-config`)
