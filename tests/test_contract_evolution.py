@@ -408,13 +408,16 @@ def test_a_widened_type_is_widened_in_place(spark, added_field, tmp_path):
         == {"p1": 3_000_000_005}
 
 
-def test_fields_sent_before_the_contract_knows_them(spark, tmp_path):
+@pytest.mark.parametrize("source", ["file", pytest.param("kafka", marks=pytest.mark.kafka)])
+def test_fields_sent_before_the_contract_knows_them(spark, tmp_path, source, request):
     """Producers deploy first: `coupon` and `bonus` arrive before conf/ names them. Nothing is
     lost: the events enter silver with the fields kept aside (`rescued_fields`), gold goes on.
     The contract then names both; new events carry them at once, and `exactly-once rederive`
     rebuilds from bronze what was derived before, protected XP ledger included: gold is the
-    model's of the whole log with the fields known from the start."""
-    stream = Stream(tmp_path)
+    model's of the whole log with the fields known from the start. On the file source and
+    through a real broker."""
+    bootstrap = request.getfixturevalue("kafka_broker").bootstrap if source == "kafka" else None
+    stream = Stream(tmp_path, bootstrap)
     bonus = {"bonus": int}
     rewards = load_settings("local").topic("player_rewards").schema
     known = ("--set", f"topics.orders.schema={WITH_COUPON}",
