@@ -9,7 +9,7 @@ from pyspark.sql import functions as F
 
 from exactly_once.settings.pipeline import pipeline_settings
 from exactly_once.table_properties import TOMBSTONES_KEPT
-from exactly_once.transforms.silver import LINEAGE
+from exactly_once.transforms.silver import SILVER_ONLY
 
 orders = pipeline_settings(spark).topic("orders")
 
@@ -23,6 +23,6 @@ dp.create_auto_cdc_flow(
     keys=[orders.key],
     sequence_by=F.struct(*orders.sequence_by),
     apply_as_deletes=F.col("event_type").isin(*orders.delete_event_types),
-    except_column_list=LINEAGE,
+    except_column_list=SILVER_ONLY,
     stored_as_scd_type=1,
 )

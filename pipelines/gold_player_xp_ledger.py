@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 from exactly_once.settings.pipeline import pipeline_settings
 from exactly_once.table_properties import INCREMENTAL_VIEW_SOURCE, KEPT_THROUGH_FULL_REFRESH
 from exactly_once.transforms.gold import in_time_grants
-from exactly_once.transforms.silver import ARRIVED_LATE, LINEAGE
+from exactly_once.transforms.silver import ARRIVED_LATE, SILVER_ONLY
 
 rewards = pipeline_settings(spark).topic("player_rewards")
 
@@ -37,6 +37,6 @@ dp.create_auto_cdc_flow(
     source="xp_grants_in_time",
     keys=["event_id"],
     sequence_by=F.struct(*rewards.sequence_by),  # a redelivery repeats it: never newer, so ignored
-    except_column_list=[*LINEAGE, ARRIVED_LATE],
+    except_column_list=[*SILVER_ONLY, ARRIVED_LATE],
     stored_as_scd_type=1,
 )

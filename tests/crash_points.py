@@ -7,9 +7,15 @@ A trial compares column sets, not whole rows: arrival and processing times (`ing
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
+import pytest
 from pyspark.sql import SparkSession
 
 from exactly_once.kafka.generator import GeneratorConfig, generate_stream
@@ -34,6 +40,8 @@ TABLES = {  # table -> columns that must match (arrival times naturally differ b
 }
 EVENT_LOG = "event_log"
 LOCK = f"{PIPELINE_DIR}/lock"
+RUN_TIMEOUT = 600  # seconds a killed run may take to reach its point
+POLL = 0.02  # how often the killer looks for the point's file
 
 
 def write_tiny_dump(path: Path) -> Path:
@@ -124,3 +132,30 @@ def prepare(graph: PipelineGraph, reference: Warehouse, order: list[str], table:
                                       table_dirs(graph, destination, name), strict=True):
                 if source.exists():
                     shutil.copytree(source, target)
+
+
+# -- a killed run -----------------------------------------------------------------------------
+def kill_at(args: list[str], marker: Path, name: str, root: Path) -> None:
+    """Run the CLI with `args` in a process group of its own (its stderr in `root/<name>.stderr`,
+    its EXACTLY_ONCE_HOME `root/home`); SIGKILL the group once `marker` exists. A run that
+    ends before, or does not get there within RUN_TIMEOUT, fails the test."""
+    with (root / f"{name}.stderr").open("w") as stderr:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "exactly_once.cli", *args], stdout=subprocess.DEVNULL,
+            stderr=stderr, start_new_session=True,
+            env=os.environ | {"EXACTLY_ONCE_HOME": str(root / "home")})
+        deadline = time.monotonic() + RUN_TIMEOUT
+        while not marker.exists():
+            try:
+                process.wait(timeout=POLL)  # the poll interval: returns once it has ended
+            except subprocess.TimeoutExpired:
+                if time.monotonic() > deadline:
+                    os.killpg(process.pid, signal.SIGKILL)
+                    process.wait()
+                    pytest.fail(f"{name}: {marker} did not appear in {RUN_TIMEOUT}s")
+                continue
+            error = (root / f"{name}.stderr").read_text().strip()
+            pytest.fail(f"{name}: the run ended (exit {process.returncode}) before "
+                        f"{marker.relative_to(root)} appeared: {error}")
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()

@@ -8,9 +8,11 @@ pipeline's transforms cannot also hide in the expectation.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal, InvalidOperation
+from types import MappingProxyType
 
 ORDER_TYPES = {"order_created", "order_updated", "order_cancelled", "order_deleted"}
 STATE_FIELDS = ("customer_id", "status", "amount", "currency")
@@ -30,6 +32,30 @@ class Delivered:
 
 # conf/base.yml: topics.player_rewards.max_event_age
 MAX_EVENT_AGE = timedelta(days=30)
+# Optional fields a contract gains (README, "The event contract"): field -> the Python type of
+# its JSON value (str for a JSON string). Absent or null is allowed; any other value is not.
+Extra = Mapping[str, type]
+NO_EXTRA: Extra = MappingProxyType({})
+# A rule of the contract over an event's JSON fields: whether the event passes it.
+Rule = Callable[[dict], bool]
+
+
+class Contract(Mapping[str, type]):
+    """A contract changed from the README's: the optional fields it gained (as `Extra`, which
+    it can stand for) and `rules` by name, each replacing the README's rule of that name
+    (`non_negative_amount`) or added to them (README, "How the contract changes")."""
+
+    def __init__(self, fields: Extra = NO_EXTRA, rules: Mapping[str, Rule] = MappingProxyType({})):
+        self.fields, self.rules = fields, rules
+
+    def __getitem__(self, name: str) -> type:
+        return self.fields[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.fields)
+
+    def __len__(self) -> int:
+        return len(self.fields)
 
 
 def _timestamp(value) -> datetime | None:
@@ -54,8 +80,9 @@ def _decimal(value) -> Decimal | None:
         return None
 
 
-def valid_event(record: Delivered, entity: str) -> dict | None:
-    """The event if the record honours the contract, else None (it belongs in quarantine)."""
+def valid_event(record: Delivered, entity: str, extra: Extra = NO_EXTRA) -> dict | None:
+    """The event if the record honours the contract, else None (it belongs in quarantine).
+    `extra`: optional fields the contract has beyond the README's tables."""
     try:
         event = json.loads(record.payload or "")
     except json.JSONDecodeError:
@@ -64,20 +91,32 @@ def valid_event(record: Delivered, entity: str) -> dict | None:
         return None
     if event.get(entity) != record.key or _timestamp(event.get("occurred_at")) is None:
         return None
+    if any(event.get(f) is not None and type(event[f]) is not kind for f, kind in extra.items()):
+        return None
     if entity == "order_id":
         if event.get("event_type") not in ORDER_TYPES or not _is_int(event.get("sequence")):
             return None
         if event["event_type"] != "order_deleted":
             if any(event.get(f) is None for f in STATE_FIELDS):
                 return None
-            amount = _decimal(event["amount"])
-            if amount is None or amount < 0:
+            if _decimal(event["amount"]) is None:
                 return None
-    else:
+    elif entity == "player_id":
         if event.get("event_type") != "xp_granted" or not _is_int(event.get("xp")) \
                 or event["xp"] <= 0:
             return None
-    return event
+    # Any other entity is a topic `exactly-once add-topic` added: the rules above are all it has.
+    rules = {**(ORDER_RULES if entity == "order_id" else {}), **getattr(extra, "rules", {})}
+    return event if all(rule(event) for rule in rules.values()) else None
+
+
+def _non_negative_amount(event: dict) -> bool:
+    amount = _decimal(event.get("amount"))
+    return amount is None or amount >= 0
+
+
+# The README's rules of `orders` a changed contract may replace (Contract.rules), by name.
+ORDER_RULES: Mapping[str, Rule] = MappingProxyType({"non_negative_amount": _non_negative_amount})
 
 
 @dataclass
@@ -122,39 +161,54 @@ def expected_tables(records: list[Delivered], topics: dict[str, str]) -> Expecte
 Rank = tuple
 
 
-def _valid_deliveries(records: list[Delivered], topic: str, entity: str) \
-        -> list[tuple[Delivered, dict]]:
+def _valid_deliveries(records: list[Delivered], topic: str, entity: str,
+                      extra: Extra = NO_EXTRA) -> list[tuple[Delivered, dict]]:
     return [(r, e) for r in records if r.topic == topic
-            and (e := valid_event(r, entity)) is not None]
+            and (e := valid_event(r, entity, extra)) is not None]
 
 
-def _by_key_in_rank_order(records: list[Delivered], topic: str) \
+def _by_key_in_rank_order(records: list[Delivered], topic: str, extra: Extra = NO_EXTRA) \
         -> dict[str, list[tuple[Rank, dict]]]:
     """Each order's valid events in (sequence, event_id) order; a redelivery is the same event."""
     by_key: dict[str, dict[Rank, dict]] = {}
-    for record, event in _valid_deliveries(records, topic, "order_id"):
+    for record, event in _valid_deliveries(records, topic, "order_id", extra):
         by_key.setdefault(record.key, {})[(event["sequence"], event["event_id"])] = event
     return {key: sorted(events.items(), key=lambda item: item[0])
             for key, events in by_key.items()}
 
 
-def distinct_order_events(records: list[Delivered], topic: str = "orders") \
-        -> list[tuple[str, Rank]]:
+def distinct_order_events(records: list[Delivered], topic: str = "orders",
+                          extra: Extra = NO_EXTRA) -> list[tuple[str, Rank]]:
     """(order_id, rank) of each distinct valid order event: what the SCD2 journal holds, one row
     per event however often it was delivered."""
-    return sorted((key, rank) for key, events in _by_key_in_rank_order(records, topic).items()
+    return sorted((key, rank) for key, events in _by_key_in_rank_order(records, topic,
+                                                                       extra).items()
                   for rank, _ in events)
 
 
-def current_orders(records: list[Delivered], topic: str = "orders") -> dict[str, dict]:
+def current_orders(records: list[Delivered], topic: str = "orders",
+                   extra: Extra = NO_EXTRA) -> dict[str, dict]:
     """SCD1: per order the valid event with the highest (sequence, event_id), absent if that is a
     delete. An older event than a delete never resurrects the order; a newer upsert does."""
     current = {}
-    for key, events in _by_key_in_rank_order(records, topic).items():
+    for key, events in _by_key_in_rank_order(records, topic, extra).items():
         _, newest = events[-1]
         if newest["event_type"] != "order_deleted":
             current[key] = newest
     return current
+
+
+def latest_by_key(records: list[Delivered], topic: str, entity: str,
+                  extra: Extra = NO_EXTRA) -> dict[str, dict]:
+    """A topic `exactly-once add-topic` added: per key, its valid event with the newest
+    (occurred_at, event_id), the SCD1 gold table it gets. `extra`: its fields beyond event_id,
+    occurred_at and the key."""
+    latest: dict[str, tuple[tuple, dict]] = {}
+    for record, event in _valid_deliveries(records, topic, entity, extra):
+        rank = (_timestamp(event["occurred_at"]), event["event_id"])
+        if record.key not in latest or rank > latest[record.key][0]:
+            latest[record.key] = (rank, event)
+    return {key: event for key, (_, event) in latest.items()}
 
 
 def _amount(event: dict) -> Decimal:
@@ -172,7 +226,8 @@ class Version:
 
 
 def order_history(records: list[Delivered], topic: str = "orders",
-                  tracked: tuple[str, ...] = ("status", "amount")) -> list[Version]:
+                  tracked: tuple[str, ...] = ("status", "amount"),
+                  extra: Extra = NO_EXTRA) -> list[Version]:
     """SCD2 as Databricks documents it for `track_history_column_list=tracked`.
 
     Per key, the events in (sequence, event_id) order: a version is a maximal run of consecutive
@@ -183,7 +238,7 @@ def order_history(records: list[Delivered], topic: str = "orders",
         return tuple(_amount(event) if c == "amount" else event[c] for c in tracked)
 
     versions = []
-    for key, events in _by_key_in_rank_order(records, topic).items():
+    for key, events in _by_key_in_rank_order(records, topic, extra).items():
         start, last = None, None  # the open version
         for rank, event in events:
             if event["event_type"] == "order_deleted":
@@ -211,11 +266,11 @@ def arrived_in_time(record: Delivered, event: dict, max_age: timedelta = MAX_EVE
 
 
 def xp_ledger(records: list[Delivered], topic: str = "player-rewards",
-              max_age: timedelta = MAX_EVENT_AGE) -> dict[str, dict]:
+              max_age: timedelta = MAX_EVENT_AGE, extra: Extra = NO_EXTRA) -> dict[str, dict]:
     """The processed-messages ledger: each valid grant once per event_id, if any delivery of it
     arrived in time (a copy of an applied grant adds nothing, however late)."""
     ledger = {}
-    for record, event in _valid_deliveries(records, topic, "player_id"):
+    for record, event in _valid_deliveries(records, topic, "player_id", extra):
         if arrived_in_time(record, event, max_age):
             ledger.setdefault(event["event_id"], event)
     return ledger
@@ -239,10 +294,12 @@ def xp_totals(ledger: dict[str, dict]) -> dict[str, tuple[int, int]]:
     return totals
 
 
-def quarantined_offsets(records: list[Delivered], topics: dict[str, str]) -> list[tuple]:
-    """(topic, partition, offset) of every delivery that breaks the contract, one per delivery."""
+def quarantined_offsets(records: list[Delivered], topics: dict[str, str],
+                        extra: Mapping[str, Extra] = NO_EXTRA) -> list[tuple]:
+    """(topic, partition, offset) of every delivery that breaks the contract, one per delivery;
+    `extra`: per Kafka topic, the optional fields its contract gained."""
     return sorted((r.topic, r.partition, r.offset) for r in records
-                  if valid_event(r, topics[r.topic]) is None)
+                  if valid_event(r, topics[r.topic], extra.get(r.topic, NO_EXTRA)) is None)
 
 
 def silver_deliveries(records: list[Delivered], topic: str, entity: str,

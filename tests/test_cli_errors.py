@@ -34,15 +34,25 @@ from exactly_once.errors import (
     ProducerError,
     QualityError,
     RefreshError,
+    SchemaChangeError,
     SettingsError,
     SnapshotError,
     WarehouseLockedError,
 )
 from exactly_once.local.auto_cdc.from_snapshot import versions as snapshot_versions
 from exactly_once.local.engine import session
-from exactly_once.local.execution import pipeline
+from exactly_once.local.execution import pipeline, schema_check
 from exactly_once.local.execution.refresh import RefreshSelection, plan_refresh
+from exactly_once.local.execution.schema_check import Breakage
 from exactly_once.local.graph import expectations
+from exactly_once.local.graph.dataflow import (
+    APPEND,
+    STREAMING_TABLE,
+    Dataflow,
+    DatasetNode,
+    FlowNode,
+    Read,
+)
 from exactly_once.local.graph.registry import PipelineGraph
 from exactly_once.local.storage.lock import WarehouseLock
 from exactly_once.services.processes import free_port
@@ -289,6 +299,20 @@ def test_a_refresh_of_a_table_the_pipeline_lacks(tmp_path, monkeypatch, no_spark
                                                      RefreshSelection.of(refresh=["nope"])))
     assert run(tmp_path, "--refresh", "nope") == 1
     assert in_process_error_line(capsys).startswith("unknown table `nope`")
+
+
+@covers(SchemaChangeError)
+def test_a_change_the_tables_cannot_take(tmp_path, monkeypatch, no_spark, capsys):
+    """test_contract_evolution.py refuses real changes through real updates."""
+    flows = Dataflow(datasets=[DatasetNode("parsed", STREAMING_TABLE, "p.py"),
+                               DatasetNode("gold", STREAMING_TABLE, "g.py")],
+                     flows=[FlowNode("gold", "gold", APPEND, (Read("parsed", True),), "g.py")])
+    update_raising(monkeypatch, lambda: (_ for _ in ()).throw(schema_check.refusal(
+        [Breakage("gold", "`x` removed"), Breakage("parsed", "`x` removed")], flows)))
+    assert run(tmp_path) == 1
+    assert in_process_error_line(capsys) == (
+        "the tables cannot take this change of the pipeline, nothing was written: `x` removed; "
+        "it breaks parsed, gold; rebuild them from bronze with `exactly-once rederive parsed`")
 
 
 # -- the rule itself -----------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import shutil
 from datetime import datetime, timezone
 from decimal import Decimal
 from pathlib import Path
@@ -27,11 +28,11 @@ from pyspark.sql.types import (
 from silver_frames import checked_events, kafka_rows
 from silver_pipeline import run_silver
 
+from exactly_once.deploy import contract_schema
 from exactly_once.kafka.kcat import KafkaRecord
 from exactly_once.local.inspect.delivery import utc
 from exactly_once.transforms.silver import (
     TIMESTAMP_PATTERN,
-    UNKNOWN_FIELD,
     UNREADABLE,
     decimal_pattern,
     event_schema,
@@ -187,7 +188,8 @@ def test_the_schema_file_has_the_pipelines_fields_and_types(settings, name):
     topic = settings.topic(name)
     doc = contract_oracle.schema(topic.kafka_topic)
     Draft202012Validator.check_schema(doc)
-    assert doc["type"] == "object" and doc["additionalProperties"] is False
+    # Fields it does not name are kept aside (rescued_fields), not refused.
+    assert doc["type"] == "object" and doc["additionalProperties"] is True
     fields = event_schema(topic)
     assert list(doc["properties"]) == [f.name for f in fields]
     for field in fields:
@@ -346,7 +348,46 @@ def test_the_readme_lists_every_reason_the_pipeline_gives(spark, settings):
     listed = {name for item in re.findall(r"^- (.*?):", reasons, re.M)
               for name in re.findall(r"`([a-z0-9_<>]+)`", item)}
     fields = [f for t in settings.topics.values() for f in event_schema(t)]
-    given = set(UNREADABLE) | {UNKNOWN_FIELD, invalid("<field>")} | \
+    given = set(UNREADABLE) | {invalid("<field>")} | \
         {invalid_scale(f.name) for f in fields if isinstance(f.dataType, DecimalType)} | \
         {rule for t in settings.topics.values() for rule in t.rules}
     assert listed == given
+
+
+# --- The schema files follow conf/ -----------------------------------------------------------
+
+
+def test_the_schema_files_are_what_conf_makes_them():
+    """`make bundle-config` writes them (deploy/contract_schema.py); a stale one is reported."""
+    assert contract_schema.problems() == []
+
+
+def test_the_schema_files_follow_a_changed_contract(tmp_path):
+    """A field added to conf/ appears in its topic's file (optional: it may be null), a widened
+    type takes the wider bounds (a rule's tighter bound kept), a field removed is gone; what a
+    person wrote of the other fields stays."""
+    conf = tmp_path / "conf"
+    shutil.copytree(contract_oracle.CONF, conf)
+    base = conf / "base.yml"
+    text = base.read_text()
+    text = text.replace("      currency STRING\n", "      currency STRING, coupon STRING\n")
+    text = text.replace("player_id STRING, xp INT, reason STRING,", "player_id STRING, xp BIGINT,")
+    base.write_text(text)
+    assert sorted(contract_schema.problems(conf)) == [
+        "conf/orders.schema.json is stale: run `make bundle-config`",
+        "conf/player-rewards.schema.json is stale: run `make bundle-config`"]
+    contract_schema.write(conf)
+    assert contract_schema.problems(conf) == []
+    orders = json.loads((conf / "orders.schema.json").read_text())
+    before = contract_oracle.schema("orders")
+    assert orders["properties"] == {**before["properties"], "coupon": {"type": ["string", "null"]}}
+    assert {k: v for k, v in orders.items() if k != "properties"} == \
+        {k: v for k, v in before.items() if k != "properties"}
+    rewards = json.loads((conf / "player-rewards.schema.json").read_text())
+    assert "reason" not in rewards["properties"]
+    assert rewards["properties"]["xp"] == {"type": "integer", "minimum": 1,
+                                           "maximum": 2**63 - 1}
+    validate = Draft202012Validator(orders).is_valid
+    event = order("e1", "o1", 1)
+    assert validate(event) and validate({**event, "coupon": "SAVE10"})
+    assert validate({**event, "coupon": None}) and not validate({**event, "coupon": 5})

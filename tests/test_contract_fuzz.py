@@ -42,6 +42,7 @@ from exactly_once.transforms.bronze import with_ingestion_time
 from exactly_once.transforms.silver import (
     INVALID_UTF8,
     MALFORMED_JSON,
+    RESCUED_FIELDS,
     UNREADABLE,
     event_schema,
     parse_events,
@@ -339,9 +340,11 @@ def keys(draw, d: Draft):
 
 
 def unknown_field(draw, d: Draft):
+    """A field the contract does not name: valid, kept aside in RESCUED_FIELDS."""
     name = draw(st.sampled_from(["extra", "Event_ID", "eventId", "event_id ", ""]))
-    d.members.insert(draw(st.integers(0, len(d.members))), (json.dumps(name), "1"))
-    return name
+    value = draw(st.sampled_from(["1", '"SAVE10"', '{"a":[1,2.50]}', "null", "-0.0"]))
+    d.members.insert(draw(st.integers(0, len(d.members))), (json.dumps(name), value))
+    return f"{name}={value}"
 
 
 def not_an_object(draw, d: Draft):
@@ -428,6 +431,10 @@ def _expected(topic_settings, event: dict) -> dict:
         elif value is not None and f.dataType.simpleString().startswith("decimal"):
             value = Decimal(value)
         row[f.name] = value
+    # What the contract does not name is kept aside, exactly; a null field counts as absent.
+    rescued = {name: value for name, value in event.items()
+               if name not in row and value is not None}
+    row[RESCUED_FIELDS] = rescued or None
     return row
 
 
@@ -473,6 +480,8 @@ def check(records: list[Record], offsets: list[int], silver: dict[str, dict],
             # Spark hands timestamps over as naive local times; the oracle's are naive UTC.
             got = {name: utc(value).replace(tzinfo=None) if isinstance(value, datetime) else value
                    for name, value in ((name, row[name]) for name in expected)}
+            if got[RESCUED_FIELDS] is not None:
+                got[RESCUED_FIELDS] = json.loads(got[RESCUED_FIELDS], parse_float=Decimal)
             if got != expected:
                 problems.append(f"changed: {got} != {expected} {where}")
     return problems, seen

@@ -28,10 +28,6 @@ trial each: an hour or more).
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -41,6 +37,7 @@ from crash_points import (
     TABLES,
     contents,
     first_points,
+    kill_at,
     owner,
     prepare,
     write_order,
@@ -54,8 +51,6 @@ from exactly_once.local.storage.warehouse import Warehouse
 from exactly_once.paths import PIPELINES_DIR, pipeline_files
 from exactly_once.settings.pipeline import load_settings
 
-RUN_TIMEOUT = 600  # seconds a killed run may take to reach its point
-POLL = 0.02  # how often the killer looks for the point's file
 SILVER_STATE = "_pipeline/checkpoints/silver_orders/state"  # its dedup state (RocksDB)
 
 
@@ -121,27 +116,7 @@ class Sweep:
         assert result.table_rows == self.reference_rows, name
 
     def kill_at(self, args: list[str], marker: Path, name: str) -> None:
-        """Run the CLI in a process group of its own; SIGKILL the group once `marker` exists."""
-        with (self.root / f"{name}.stderr").open("w") as stderr:
-            process = subprocess.Popen(
-                [sys.executable, "-m", "exactly_once.cli", *args], stdout=subprocess.DEVNULL,
-                stderr=stderr, start_new_session=True,
-                env=os.environ | {"EXACTLY_ONCE_HOME": str(self.root / "home")})
-            deadline = time.monotonic() + RUN_TIMEOUT
-            while not marker.exists():
-                try:
-                    process.wait(timeout=POLL)  # the poll interval: returns once it has ended
-                except subprocess.TimeoutExpired:
-                    if time.monotonic() > deadline:
-                        os.killpg(process.pid, signal.SIGKILL)
-                        process.wait()
-                        pytest.fail(f"{name}: {marker} did not appear in {RUN_TIMEOUT}s")
-                    continue
-                error = (self.root / f"{name}.stderr").read_text().strip()
-                pytest.fail(f"{name}: the run ended (exit {process.returncode}) before "
-                            f"{marker.relative_to(self.root)} appeared: {error}")
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        kill_at(args, marker, name, self.root)
 
 
 @pytest.fixture(scope="module")

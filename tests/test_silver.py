@@ -22,6 +22,7 @@ from exactly_once.transforms.bronze import read_kcat_file, with_ingestion_time
 from exactly_once.transforms.silver import (
     ARRIVED_LATE,
     LINEAGE,
+    RESCUED_FIELDS,
     event_schema,
     parse_events,
     quarantined_records,
@@ -75,7 +76,8 @@ def test_a_valid_order_reaches_silver_with_the_contract_types(spark, settings, t
     _write_batch(tmp_path / "in", "1.json", [(0, record)])
     silver = stream_silver(spark, orders, tmp_path)
     assert silver.columns == silver_columns(orders) == [
-        *(f.name for f in event_schema(orders)), *LINEAGE]  # orders have no max_event_age
+        *(f.name for f in event_schema(orders)), RESCUED_FIELDS, *LINEAGE]  # no max_event_age
+    assert silver.first()[RESCUED_FIELDS] is None  # every field is the contract's
     (row,) = silver.collect()
     assert row["sequence"] == 3 and str(row["amount"]) == "129.90"
     assert utc(row["occurred_at"]).isoformat().startswith("2026-11-21T10:00")

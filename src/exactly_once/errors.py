@@ -123,6 +123,12 @@ class DataLossError(FlowError):
     message names the topic, partitions and offsets."""
 
 
+class SchemaChangeError(ExactlyOnceError):
+    """The pipeline now writes a table in a way the rows it holds cannot follow (a column
+    removed, a type narrowed or changed, AUTO CDC keys or sequence changed): found before an
+    update writes anything; the message names the tables and the command that rebuilds them."""
+
+
 class InspectError(ExactlyOnceError):
     """A finished warehouse cannot show what was asked of it (`show`, `events`, `explain`): no
     warehouse, table, event log, update, flow, key or event of that name; the message names what

@@ -8,12 +8,14 @@
     exactly-once export-players [--days N ...] write a synthetic daily players export (CSV)
     exactly-once run [--source ...]            one triggered pipeline update into the warehouse
                      [--master spark://...]    ... on a Spark cluster, [--warehouse s3a://...]
+    exactly-once rederive [TABLE ...]          rebuild tables from bronze (a contract changed)
     exactly-once dry-run [--pipelines DIR]     validate the pipeline, reading and writing nothing
     exactly-once graph [--format mermaid|...]  the dataflow graph
     exactly-once show TABLE [--limit N]        the first rows of a table of the warehouse
     exactly-once events [--update ID]          the event log of an update, a line per event
     exactly-once explain TABLE KEY             every delivery of a key, from Kafka to gold
     exactly-once quality validate|dashboard    Great Expectations + Data Docs; the HTML dashboard
+    exactly-once add-topic NAME --key K ...    a new topic: conf/, pipeline files, JSON Schema
 
 One module per command, each with `add_parser(subparsers)`; this one only builds the parser
 and dispatches, to the resident engine when one runs (engine_client.py). Errors print one line
@@ -26,6 +28,7 @@ import argparse
 import sys
 
 from exactly_once.cli import (
+    add_topic,
     broker,
     cluster,
     dry_run,
@@ -38,13 +41,14 @@ from exactly_once.cli import (
     graph,
     produce,
     quality,
+    rederive,
     run,
     show,
 )
 from exactly_once.errors import ExactlyOnceError
 
-COMMANDS = (broker, cluster, engine, produce, generate, export_players, run, dry_run, graph, show,
-            events, explain, quality)
+COMMANDS = (broker, cluster, engine, produce, generate, export_players, run, rederive, dry_run,
+            graph, show, events, explain, quality, add_topic)
 
 
 def build_parser() -> argparse.ArgumentParser:

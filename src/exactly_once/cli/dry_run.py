@@ -1,11 +1,13 @@
 """`exactly-once dry-run`: check the pipeline without reading or writing data (as
-`spark-pipelines dry-run`)."""
+`spark-pipelines dry-run`), and that the warehouse's tables can take what it writes now
+(local/execution/schema_check.py)."""
 
 from __future__ import annotations
 
 import argparse
 
 from exactly_once.cli import common
+from exactly_once.paths import DEFAULT_WAREHOUSE
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -14,12 +16,29 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                             "SQL, AUTO CDC columns, settings) without reading or writing data")
     common.add_pipelines(parser)
     parser.add_argument("--source", type=common.source, help="as for `run`")
+    common.add_warehouse(parser, help="the warehouse whose tables the pipeline must still fit: "
+                         "a change they cannot take is a problem, as `run` refuses it "
+                         f"(default: {DEFAULT_WAREHOUSE})")
     common.add_overrides(parser)
     common.add_configuration(parser)
 
 
 def handle(args: argparse.Namespace) -> int:
+    from exactly_once.errors import ExactlyOnceError
+    from exactly_once.local.execution import schema_check
+    from exactly_once.local.graph.dry_run import Problem
+    from exactly_once.local.storage.warehouse import Warehouse
+
     analysis = common.analyze_pipelines(args)
+    lake = Warehouse(args.warehouse)
+    try:  # where each table is stored (a declared `path`), as an update finds it
+        lake = lake.declaring(analysis.graph.definitions())
+    except ExactlyOnceError as err:
+        analysis.problems.append(Problem(str(err)))
+    found = schema_check.breakages(analysis, lake, [t.name for t in analysis.graph.tables()],
+                                   schema_check.recorded(lake))
+    if found:
+        analysis.problems.append(Problem(str(schema_check.refusal(found, analysis.dataflow))))
     if not analysis.ok:
         print(f"dry run: {len(analysis.problems)} problem(s) in {args.pipelines}")
         return common.print_problems(analysis)

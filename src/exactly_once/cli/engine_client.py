@@ -26,7 +26,8 @@ from exactly_once.errors import EngineError
 from exactly_once.paths import ENGINE_DIR
 from exactly_once.services import engine
 
-SPARK_COMMANDS = frozenset({"run", "dry-run", "graph", "show", "events", "explain", "quality"})
+SPARK_COMMANDS = frozenset({"run", "rederive", "dry-run", "graph", "show", "events", "explain",
+                            "quality"})
 ENGINE_VARIABLE = "EXACTLY_ONCE_ENGINE"
 OFF = "off"  # EXACTLY_ONCE_ENGINE=off: every command in its own process (the engine's own too)
 

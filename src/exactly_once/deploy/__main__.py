@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from exactly_once.deploy import bundle_resource, dbx_deployment
+from exactly_once.deploy import bundle_resource, contract_schema, dbx_deployment
 from exactly_once.paths import PROJECT_ROOT
 
 
@@ -15,10 +15,13 @@ def main(argv: list[str] | None = None) -> int:
                    (dbx_deployment.DBX_DEPLOYMENT, dbx_deployment.render_dbx_deployment())]
         for path, text in written:
             path.write_text(text)
-        print("wrote " + " and ".join(str(p.relative_to(PROJECT_ROOT)) for p, _ in written))
+        schemas = contract_schema.write()
+        print("wrote " + ", ".join(str(p.relative_to(PROJECT_ROOT))
+                                   for p in [*(p for p, _ in written), *schemas]))
         return 0
     if args == ["check"]:
-        found = bundle_resource.problems() + dbx_deployment.problems()
+        found = bundle_resource.problems() + dbx_deployment.problems() + \
+            contract_schema.problems()
         for problem in found:
             print(problem, file=sys.stderr)
         return 1 if found else 0

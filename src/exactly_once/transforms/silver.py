@@ -4,7 +4,8 @@ The event contract is published as JSON Schema (conf/<kafka topic>.schema.json);
 enforces the same contract with Spark expressions from the topic's DDL schema and rules
 (conf/base.yml), and tests/test_contract*.py check that the two agree. A value either enters
 silver exactly as the producer sent it or goes to quarantine with every reason: nothing is
-rounded, coerced or truncated on the way.
+rounded, coerced or truncated on the way, and fields the contract does not name are kept aside
+(RESCUED_FIELDS).
 """
 
 from __future__ import annotations
@@ -24,6 +25,12 @@ from pyspark.sql.types import (
 )
 
 from exactly_once.errors import SettingsError
+from exactly_once.settings.contract import (
+    DECIMAL_LITERAL,
+    NEGATIVE_ZERO,
+    TIMESTAMP_PATTERN,
+    decimal_pattern,
+)
 from exactly_once.settings.pipeline import PREFIX, TopicSettings
 
 # Reasons a value cannot be read as one JSON object at all. Each is the record's only reason:
@@ -33,8 +40,6 @@ INVALID_UTF8 = "invalid_utf8"  # the bytes are not UTF-8 text
 TRAILING_CONTENT = "trailing_content"  # a JSON object followed by anything but whitespace
 DUPLICATE_FIELD = "duplicate_field"  # a field name appears twice in the object
 UNREADABLE = (MALFORMED_JSON, INVALID_UTF8, TRAILING_CONTENT, DUPLICATE_FIELD)
-# Reasons of a readable object, besides the topic's rules.
-UNKNOWN_FIELD = "unknown_field"  # a field the contract does not have
 
 
 def invalid(field: str) -> str:
@@ -47,21 +52,9 @@ def invalid_scale(field: str) -> str:
     return f"invalid_{field}_scale"
 
 
-# TIMESTAMP fields: an RFC 3339 date-time with a zone, read to the microsecond (more digits would
-# be truncated), years 1000-9999, offsets within +-14:00 (the ones in use). `\z` is the end of the
-# text (Java's `$` would also match before a final line break). The schema files carry the same
-# pattern; try_to_timestamp then rejects dates that do not exist (2026-02-30).
-TIMESTAMP_PATTERN = (r"^[1-9][0-9]{3}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"
-                     r"T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,6})?"
-                     r"(Z|[+-](0[0-9]|1[0-3]):[0-5][0-9]|[+-]14:00)\z")
+# TIMESTAMP fields (settings/contract.py): try_to_timestamp then rejects dates that do not exist
+# (2026-02-30). The schema files carry the same pattern.
 TIMESTAMP_FORMAT = "yyyy-MM-dd'T'HH:mm:ss[.SSSSSS]XXX"
-DECIMAL_LITERAL = r"^-?(0|[1-9][0-9]*)(\.[0-9]+)?\z"
-NEGATIVE_ZERO = r"^-0(\.0+)?\z"
-
-
-def decimal_pattern(precision: int, scale: int) -> str:
-    """A non-negative decimal string that DECIMAL(precision, scale) holds exactly."""
-    return rf"^(0|[1-9][0-9]{{0,{precision - scale - 1}}})(\.[0-9]{{1,{scale}}})?\z"
 
 
 # Where each event came from, kept next to it: its Kafka coordinates, the record's Kafka
@@ -74,6 +67,13 @@ VALUE_DIGEST = "value_sha256"
 # Silver's column, on topics with a `max_event_age`: the broker received the event later than
 # that after it happened. Such a grant is not applied (gold's `late_events` keeps it).
 ARRIVED_LATE = "arrived_late"
+# The fields of an event the contract does not name (yet: producers deploy first), kept aside
+# as a JSON object, as Auto Loader keeps `_rescued_data`; NULL when there are none. The event is
+# valid without them, and nothing is lost: `exactly-once rederive` re-derives them from bronze
+# once the contract names them (README, "How the contract changes").
+RESCUED_FIELDS = "rescued_fields"
+# What silver keeps next to an event that is not the event itself: gold leaves it out.
+SILVER_ONLY = [*LINEAGE, RESCUED_FIELDS]
 
 
 def event_schema(topic: TopicSettings) -> StructType:
@@ -170,7 +170,8 @@ def _typed(field: StructField, value: Column) -> tuple[Column, Callable[[Column]
 
 
 def parse_events(bronze: DataFrame, topic: TopicSettings) -> DataFrame:
-    """The topic's records with typed event fields and `errors`: every check the record fails.
+    """The topic's records with typed event fields, the fields the contract does not name
+    (RESCUED_FIELDS) and `errors`: every check the record fails.
 
     The value is parsed once (see `_document`); every field's type check and every rule reads
     that one parse. `errors` is empty for a valid event.
@@ -194,11 +195,13 @@ def parse_events(bronze: DataFrame, topic: TopicSettings) -> DataFrame:
         F.col("_fields"))) \
         .withColumn("_fields", F.when(F.col("_unreadable").isNull(), F.col("_fields")))
     typed = {f.name: _typed(f, F.try_element_at("_fields", F.lit(f.name))) for f in schema}
-    unknown = F.when(F.size(F.array_except(F.map_keys("_fields"),
-                                           F.array(*[F.lit(f.name) for f in schema]))) > 0,
-                     F.lit(UNKNOWN_FIELD))
-    events = readable.select("*", *[value.alias(name) for name, (value, _) in typed.items()])
-    checks = F.array(*[failed(F.col(f"`{name}`")) for name, (_, failed) in typed.items()], unknown,
+    known = F.array(*[F.lit(f.name) for f in schema])
+    # A null field counts as absent, here too.
+    rescued = F.map_filter("_fields", lambda name, value: ~F.array_contains(known, name)
+                           & ~F.is_variant_null(value))
+    events = readable.select("*", *[value.alias(name) for name, (value, _) in typed.items()],
+                             F.when(F.size(rescued) > 0, F.to_json(rescued)).alias(RESCUED_FIELDS))
+    checks = F.array(*[failed(F.col(f"`{name}`")) for name, (_, failed) in typed.items()],
                      *rule_failures(dict(topic.rules)))
     errors = F.when(F.col("_unreadable").isNotNull(), F.array("_unreadable")).otherwise(
         F.filter(checks, lambda e: e.isNotNull()))
@@ -215,8 +218,8 @@ def well_formed_events(parsed: DataFrame, topic: TopicSettings) -> DataFrame:
     """
     fields = [f.name for f in event_schema(topic)]
     parse_errors = F.array_except("errors", F.array(*[F.lit(name) for name in topic.rules]))
-    return parsed.where(F.size(parse_errors) == 0).select(*fields, "kafka_key", *LINEAGE,
-                                                          VALUE_DIGEST, "errors")
+    return parsed.where(F.size(parse_errors) == 0).select(*fields, RESCUED_FIELDS, "kafka_key",
+                                                          *LINEAGE, VALUE_DIGEST, "errors")
 
 
 def rule_verdicts(topic: TopicSettings) -> dict[str, str]:
@@ -236,10 +239,10 @@ def arrived_late(max_age: str) -> Column:
 
 
 def silver_columns(topic: TopicSettings) -> list[str]:
-    """What a silver table stores: the event's contract fields, its lineage and, on topics with a
-    `max_event_age`, ARRIVED_LATE."""
+    """What a silver table stores: the event's contract fields, the fields it has beyond them
+    (RESCUED_FIELDS), its lineage and, on topics with a `max_event_age`, ARRIVED_LATE."""
     late = [ARRIVED_LATE] if topic.max_event_age else []
-    return [*(f.name for f in event_schema(topic)), *LINEAGE, *late]
+    return [*(f.name for f in event_schema(topic)), RESCUED_FIELDS, *LINEAGE, *late]
 
 
 def silver_events(checked: DataFrame, topic: TopicSettings) -> DataFrame:
@@ -249,18 +252,28 @@ def silver_events(checked: DataFrame, topic: TopicSettings) -> DataFrame:
     return deduplicate_events(checked, topic).select(*silver_columns(topic))
 
 
+def typed_fields_column(topic: TopicSettings) -> str:
+    """The quarantine's column of the topic's typed fields, e.g. `orders_fields`."""
+    return f"{topic.dataset_suffix}_fields"
+
+
 def quarantined_records(parsed: DataFrame, topic: TopicSettings) -> DataFrame:
     """Records that failed any check: the raw record, where it came from, and why.
 
     `value` holds the bytes exactly as delivered (CAST(value AS BINARY) returns them, also when
-    they are not UTF-8), so every field is kept, NULLs included.
+    they are not UTF-8), so every field is kept, NULLs included. Next to it, the topic's
+    contract fields as parsed (`typed_fields_column`: a struct, one per topic, NULL where a
+    field is absent or not a value of its type), so a quarantined record can be queried by its
+    fields; a field the contract gains becomes a field of the struct.
     """
+    fields = [F.col(f"`{f.name}`") for f in event_schema(topic)]
     return parsed.where(F.size("errors") > 0).select(
         F.lit(topic.dataset_suffix).alias("source_topic"),
         "kafka_topic", "kafka_partition", "kafka_offset", "kafka_timestamp", "kafka_key", "value",
         "errors",
         F.array_join("errors", ", ").alias("reason"),
         F.current_timestamp().alias("quarantined_at"),
+        F.struct(*fields).alias(typed_fields_column(topic)),
     )
 
 

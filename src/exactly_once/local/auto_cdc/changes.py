@@ -17,6 +17,7 @@ from pyspark.sql.types import StructType
 from exactly_once.errors import DeclarationError, FlowError
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.storage import delta_log
+from exactly_once.local.storage.schema_evolution import stored_schema
 from exactly_once.local.storage.snapshot_files import read_latest
 
 SEQUENCE = "__sequence"
@@ -123,14 +124,30 @@ def data_columns(spec: AutoCdcSpec, source_columns: list[str]) -> list[str]:
     return [c for c in target_columns(spec, source_columns) if c not in spec.keys]
 
 
+def schema_may_differ(spec: AutoCdcSpec, source: DataFrame, path: str) -> bool:
+    """Whether a column of `source` that reaches the target is missing from the table at
+    `path` (the target, or the SCD2 journal) or stored with another type: only then are the
+    tables' schemas worth computing and comparing (schema_evolution.py). A source as it was
+    costs a read of the table's log, no query plan."""
+    stored = stored_schema(path)
+    if stored is None:
+        return True
+    have = {f.name.lower(): f.dataType for f in stored.fields}
+    reaching = {c.lower() for c in target_columns(spec, source.columns)}
+    return any(have.get(f.name.lower()) != f.dataType for f in source.schema.fields
+               if f.name.lower() in reaching)
+
+
 def tie_break(columns: list[str]) -> Column:
     """What decides between events with equal sequences: a delete first, then the content.
 
     A hash of the target columns, not the Kafka offset or arrival order: a redelivery has the
-    same content, so it decides nothing, and every replay decides the same way.
+    same content, so it decides nothing, and every replay decides the same way. Columns that
+    are NULL are left out of it: a column the target gains later (a field added to the
+    contract) is NULL in every event before it, and changes none of their decisions.
     """
     content = F.to_json(F.struct(*[F.col(f"`{c}`") for c in columns]),
-                        {"ignoreNullFields": "false"})
+                        {"ignoreNullFields": "true"})
     return F.struct(F.col(IS_DELETE).alias("deleted"), F.sha2(content, 256).alias("content"))
 
 

@@ -66,7 +66,7 @@ from exactly_once.local.auto_cdc.changes import (
 from exactly_once.local.auto_cdc.commits import BatchWrite
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.engine.materialize import computed_once, in_driver
-from exactly_once.local.storage import delta_log
+from exactly_once.local.storage import delta_log, schema_evolution
 from exactly_once.local.storage.delta_log import is_delta_table
 from exactly_once.local.storage.warehouse import (
     AutoCdcTables,
@@ -95,9 +95,10 @@ def state_schema(spec: AutoCdcSpec, source: DataFrame) -> StructType:
 
 
 def ensure_state_table(spark: SparkSession, spec: AutoCdcSpec, source: DataFrame,
-                       state_path: str) -> None:
+                       state_path: str, evolve: bool = False) -> None:
     """Create the state table, or add the columns later versions added (`__deleted_at`,
-    `__tie`) to one written before them.
+    `__tie`) to one written before them; with `evolve`, widen the keys and the sequence as the
+    source widened them (schema_evolution.py).
 
     Run before every update's batches: an existing table's columns come from its log
     (`warehouse.table_columns`), so a table that has them costs no query plan and no Delta
@@ -105,6 +106,8 @@ def ensure_state_table(spark: SparkSession, spec: AutoCdcSpec, source: DataFrame
     if not is_delta_table(state_path):
         create_empty_table(spark, state_path, as_written(state_schema(spec, source)))
         return
+    if evolve:
+        schema_evolution.evolve(spark, state_path, as_written(state_schema(spec, source)))
     existing = table_columns(spark, state_path)
     missing = [column for column in (DELETED_AT, TIE) if column not in existing]
     if missing:

@@ -56,7 +56,7 @@ from exactly_once.local.auto_cdc.changes import (
 from exactly_once.local.auto_cdc.commits import BatchWrite
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.engine.materialize import computed_once
-from exactly_once.local.storage import delta_log
+from exactly_once.local.storage import delta_log, schema_evolution
 from exactly_once.local.storage.delta_log import is_delta_table
 from exactly_once.local.storage.snapshot_files import read_latest
 from exactly_once.local.storage.warehouse import (
@@ -98,12 +98,18 @@ def journal_schema(spec: AutoCdcSpec, source: DataFrame) -> StructType:
 
 
 def ensure_state_table(spark: SparkSession, spec: AutoCdcSpec, source: DataFrame,
-                       state_path: str) -> None:
+                       state_path: str, evolve: bool = False) -> None:
     """Create the journal, or check that an existing table is one (its columns from its log,
-    as scd1.py's: no query plan, no Delta snapshot per update)."""
+    as scd1.py's: no query plan, no Delta snapshot per update). With `evolve`, the journal
+    gains the columns the target gained and widens what it widened (schema_evolution.py): the
+    events journalled before hold NULL in a new column, as they would have had they carried
+    the field."""
     if not is_delta_table(state_path):
         create_empty_table(spark, state_path, as_written(journal_schema(spec, source)))
         return
+    if evolve:
+        schema_evolution.evolve(spark, state_path, as_written(journal_schema(spec, source)),
+                                removed_allowed=False)
     # journal_schema's names, without planning its query
     missing = {*spec.keys, SEQUENCE, IS_DELETE, *data_columns(spec, source.columns)} \
         - set(table_columns(spark, state_path))

@@ -26,8 +26,10 @@ class ScdType(Protocol):
         ...
 
     def ensure_state_table(self, spark: SparkSession, spec: AutoCdcSpec, source: DataFrame,
-                           state_path: str) -> None:
-        """Create the flow's state table, or check the existing one fits."""
+                           state_path: str, evolve: bool = False) -> None:
+        """Create the flow's state table, or check the existing one fits; `evolve`: the
+        source's columns changed since the target's (`changes.schema_may_differ`), so the
+        state table takes what it must of them (schema_evolution.py)."""
         ...
 
     def apply_batch(self, spark: SparkSession, batch: DataFrame, spec: AutoCdcSpec,

@@ -6,6 +6,7 @@ analysis."""
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -22,16 +23,30 @@ _QUERY_CONTEXT_LOGGERS = ("DataFrameQueryContextLogger", "SQLQueryContextLogger"
 
 @contextmanager
 def quiet_query_context() -> Iterator[None]:
-    """While inside, pyspark does not log the query context of the errors it raises."""
+    """While inside, pyspark does not log the query context of the errors it raises. The
+    loggers are the process's: blocks in several threads at once (an update's tables, each
+    building its query) turn them back on when the last one ends."""
+    global _quiet_blocks
     loggers = [logging.getLogger(name) for name in _QUERY_CONTEXT_LOGGERS]
-    saved = [logger.disabled for logger in loggers]
-    for logger in loggers:
-        logger.disabled = True
+    with _quiet_lock:
+        if _quiet_blocks == 0:
+            _saved_states[:] = [logger.disabled for logger in loggers]
+            for logger in loggers:
+                logger.disabled = True
+        _quiet_blocks += 1
     try:
         yield
     finally:
-        for logger, was in zip(loggers, saved, strict=True):
-            logger.disabled = was
+        with _quiet_lock:
+            _quiet_blocks -= 1
+            if _quiet_blocks == 0:
+                for logger, was in zip(loggers, _saved_states, strict=True):
+                    logger.disabled = was
+
+
+_quiet_lock = threading.Lock()
+_quiet_blocks = 0  # blocks of quiet_query_context running
+_saved_states: list[bool] = []  # the loggers' `disabled` before the first of them
 
 
 def parse_error(sql: str) -> ParseException | None:

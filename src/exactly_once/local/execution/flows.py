@@ -28,7 +28,12 @@ from pyspark.pipelines.flow import Flow
 from pyspark.sql import DataFrame, SparkSession
 
 from exactly_once.errors import FlowError
-from exactly_once.local.auto_cdc.changes import CdcBatchStats, check_columns, check_source
+from exactly_once.local.auto_cdc.changes import (
+    CdcBatchStats,
+    check_columns,
+    check_source,
+    schema_may_differ,
+)
 from exactly_once.local.auto_cdc.commits import BatchWrite
 from exactly_once.local.auto_cdc.from_snapshot.flow import run_snapshots
 from exactly_once.local.auto_cdc.from_snapshot.spec import NextSnapshot, SnapshotCdcSpec
@@ -39,9 +44,10 @@ from exactly_once.local.execution.streams import flow_error, run_available_now
 from exactly_once.local.graph.flow_declarations import check_flow_query, is_once
 from exactly_once.local.observe.progress import FlowResult, Progress
 from exactly_once.local.observe.timeline import Timeline
-from exactly_once.local.storage import delta_log, idempotent, table_definition
+from exactly_once.local.storage import delta_log, idempotent, schema_evolution, table_definition
 from exactly_once.local.storage.delta_log import Marker
 from exactly_once.local.storage.files import write_atomic
+from exactly_once.local.storage.schema_evolution import SchemaChange
 from exactly_once.local.storage.snapshot_files import compact_when_many_files
 from exactly_once.local.storage.warehouse import AutoCdcTables, Warehouse, as_written
 
@@ -54,7 +60,8 @@ def run_append_flow(spark: SparkSession, flow_name: str, target: str, df: DataFr
                         "materialized view")
     result = FlowResult(flow=flow_name, target=target, kind="append")
     path = warehouse.table_path(target).resolve()
-    _create_target(spark, flow_name, target, df, warehouse, timeline)
+    result.schema_changes = _create_target(spark, flow_name, target, df, warehouse, progress,
+                                           timeline)
     version_before = delta_log.latest_version(path)
 
     def append(batch: DataFrame, batch_id: int, query_id: str, replayed: bool) -> None:
@@ -73,11 +80,25 @@ def run_append_flow(spark: SparkSession, flow_name: str, target: str, df: DataFr
 
 
 def _create_target(spark: SparkSession, flow_name: str, target: str, df: DataFrame,
-                   warehouse: Warehouse, timeline: Timeline) -> None:
-    """The streaming table an append flow writes, created from its query's schema if missing."""
+                   warehouse: Warehouse, progress: Progress,
+                   timeline: Timeline) -> list[SchemaChange]:
+    """The streaming table an append flow writes: created from its query's schema if missing,
+    else evolved to it (the changes made) unless its declaration fixes its schema."""
     if not warehouse.has_table(target):
         with timeline.span(flow_name, "create table"):
-            warehouse.create_table(spark, target, df.schema)
+            # Nullable, as a first write stores it: another flow into the table leaves this
+            # one's columns NULL.
+            warehouse.create_table(spark, target, as_written(df.schema))
+        return []
+    if warehouse.definition(target).schema is not None:
+        return []  # a declared schema is the table's: the query fits it (update._check_query)
+    with timeline.span(flow_name, "evolve schema"):
+        # Columns the query writes and the table lacks are added, wider types widened; a
+        # column another flow of the table writes is no concern of this one.
+        changes = schema_evolution.evolve(spark, str(warehouse.table_path(target).resolve()),
+                                          df.schema)
+    progress.schema_changed(flow_name, target, changes)
+    return changes
 
 
 # -- once flows --------------------------------------------------------------------------------
@@ -112,7 +133,8 @@ def run_once_flow(spark: SparkSession, flow: Flow, df: DataFrame, warehouse: War
     flow_name, target = flow.name, flow.target
     result = FlowResult(flow=flow_name, target=target, kind="append_once", batches=1)
     path = warehouse.table_path(target).resolve()
-    _create_target(spark, flow_name, target, df, warehouse, timeline)
+    result.schema_changes = _create_target(spark, flow_name, target, df, warehouse, progress,
+                                           timeline)
     version_before = delta_log.latest_version(path)
     with timeline.span(flow_name, "flow"), timeline.span(flow_name, "delta append", 0, target), \
             jobs_described(spark, flow_name):
@@ -173,7 +195,21 @@ def run_auto_cdc_flow(spark: SparkSession, spec: AutoCdcSpec, source: DataFrame,
         if not warehouse.has_table(spec.target):
             warehouse.create_table(spark, spec.target, scd.target_schema(spec, source),
                                    properties=dict(spec.target_properties))
-        scd.ensure_state_table(spark, spec, source, tables.state)
+            scd.ensure_state_table(spark, spec, source, tables.state)
+        else:
+            # A declared schema is the target's: the source's new columns are not its.
+            evolve = warehouse.definition(spec.target).schema is None \
+                and schema_may_differ(spec, source, tables.target)
+            # The state first: the target's schema says whether the tables still have to
+            # evolve, so a crash between the two makes the next update evolve both.
+            scd.ensure_state_table(spark, spec, source, tables.state, evolve=evolve)
+            if evolve:
+                # The target gains the source's new columns (in SCD2 untracked unless the
+                # declaration lists them) and widens what the source widened, as on Databricks.
+                result.schema_changes = schema_evolution.evolve(
+                    spark, tables.target, as_written(scd.target_schema(spec, source)),
+                    removed_allowed=False)
+    progress.schema_changed(spec.name, spec.target, result.schema_changes)
     applied: list[CdcBatchStats] = []
     if spec.once and not source.isStreaming:
         with timeline.span(spec.name, "flow"), jobs_described(spark, spec.name):

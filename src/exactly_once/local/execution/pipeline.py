@@ -9,6 +9,8 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from exactly_once.local.engine import update_settings
+from exactly_once.local.execution import schema_check
+from exactly_once.local.execution.rederive import rederived_tables
 from exactly_once.local.execution.refresh import RefreshSelection
 from exactly_once.local.execution.update import PipelineUpdate
 from exactly_once.local.graph.loader import load_graph
@@ -26,11 +28,14 @@ def run_pipeline(spark: SparkSession, settings: Settings, warehouse: StoragePath
                  full_refresh: bool | Sequence[str] = False, progress: Progress | None = None,
                  pipelines_dir: Path = PIPELINES_DIR, refresh: Sequence[str] = (),
                  timeline: Timeline | None = None,
+                 rederive: Sequence[str] | None = None,
                  configuration: Mapping[str, str] | None = None) -> UpdateResult:
     """Run one triggered update of the pipeline files in `pipelines_dir` into `warehouse`.
 
     `full_refresh`: True resets every table that allows it (--full-refresh-all), a list of
-    names resets those (--full-refresh T ...); `refresh`: update only these tables. Holds the
+    names resets those (--full-refresh T ...); `refresh`: update only these tables;
+    `rederive`: re-derive these tables and what reads them from bronze, protected ones
+    included ([]: every table derived from bronze; rederive.py). Holds the
     warehouse's lock throughout: a second concurrent update fails with WarehouseLockedError.
     `timeline`: where the update records its phases (`Timeline(spark_jobs=True)` also counts
     Spark jobs); the result carries it either way. `warehouse`: a local directory or an
@@ -41,13 +46,14 @@ def run_pipeline(spark: SparkSession, settings: Settings, warehouse: StoragePath
         settings = replace(settings, configuration={**settings.configuration, **configuration})
     with WarehouseLock(warehouse):
         return run_update(spark, settings, warehouse, full_refresh, progress, pipelines_dir,
-                          refresh, timeline)
+                          refresh, timeline, rederive)
 
 
 def run_update(spark: SparkSession, settings: Settings, warehouse: StoragePath | str,
                full_refresh: bool | Sequence[str] = False, progress: Progress | None = None,
                pipelines_dir: Path = PIPELINES_DIR, refresh: Sequence[str] = (),
-               timeline: Timeline | None = None) -> UpdateResult:
+               timeline: Timeline | None = None,
+               rederive: Sequence[str] | None = None) -> UpdateResult:
     """`run_pipeline` for a caller that holds the warehouse's lock already (continuous.py holds
     it across its updates). The settings' `configuration` is in the session for this update
     only (engine/update_settings.py), checked before anything else."""
@@ -61,8 +67,17 @@ def run_update(spark: SparkSession, settings: Settings, warehouse: StoragePath |
     with update_settings.configured(spark, settings.configuration), \
             update_settings.applied(spark, update_settings.for_update(snapshot_state=due)):
         with timeline.span(UPDATE, "load pipeline files"):
-            graph = load_graph(spark, pipeline_files(pipelines_dir))
-        return PipelineUpdate(spark, graph, lake, progress, timeline).run(selection)
+            files = pipeline_files(pipelines_dir)
+            graph = load_graph(spark, files)
+            # Pipeline parameters decide queries as settings do.
+            definition = schema_check.fingerprint(
+                {**settings.to_conf(), **settings.configuration}, files)
+        if rederive is not None:
+            with timeline.span(UPDATE, "choose tables to re-derive"):
+                selection = RefreshSelection(rederive=tuple(
+                    rederived_tables(spark, graph, lake, rederive)))
+        return PipelineUpdate(spark, graph, lake, progress, timeline,
+                              definition=definition).run(selection)
 
 
 def snapshot_due(spark: SparkSession, warehouse: Warehouse) -> bool:

@@ -5,6 +5,9 @@
     --full-refresh T ...    the tables named are reset (data, checkpoints, AUTO CDC state) and
                             recomputed; with --refresh, both sets are updated
     --full-refresh-all      every table reset and recomputed, except the protected ones
+    rederive T ...          the tables named reset and recomputed, protected ones included
+                            (rederive.py chooses them: what is derived from bronze); every
+                            other table updated incrementally
 
 A table with `pipelines.reset.allowed = false` is protected: `--full-refresh-all` updates it
 incrementally instead, and naming it in `--full-refresh` is an error, as on Databricks.
@@ -30,6 +33,7 @@ class RefreshSelection:
     refresh: tuple[str, ...] = ()
     full_refresh: tuple[str, ...] = ()
     full_refresh_all: bool = False
+    rederive: tuple[str, ...] = ()  # re-derived from bronze: reset, protected or not
 
     @classmethod
     def of(cls, full_refresh: bool | Sequence[str] = False,
@@ -56,6 +60,8 @@ class RefreshPlan:
 
 def plan_refresh(graph: PipelineGraph, selection: RefreshSelection) -> RefreshPlan:
     tables = [t.name for t in graph.tables()]
+    if selection.rederive:
+        return RefreshPlan(update=tables, reset=[t for t in tables if t in selection.rederive])
     if selection.full_refresh_all and (selection.refresh or selection.full_refresh):
         raise RefreshError("--full-refresh-all cannot be combined with --refresh or "
                            "--full-refresh")

@@ -31,7 +31,8 @@ from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.auto_loader import hook as auto_loader
 from exactly_once.local.auto_loader.place import Placement
 from exactly_once.local.engine import pipeline_session
-from exactly_once.local.execution import flows, sinks, streams
+from exactly_once.local.engine.sql_parser import quiet_query_context
+from exactly_once.local.execution import flows, schema_check, sinks, streams
 from exactly_once.local.execution.refresh import RefreshSelection, plan_refresh
 from exactly_once.local.execution.streams import flow_error
 from exactly_once.local.graph.dataset_declarations import batch_table_with_flows
@@ -63,12 +64,18 @@ class _FlowSetup:
     observed: list[ObservedExpectations] = field(default_factory=list)
     streamed: set[str] = field(default_factory=set)
     not_waited_for: list[str] = field(default_factory=list)
+    # The schema (its log's schemaString) each table not waited for had when the query was built.
+    built_against: dict[str, str | None] = field(default_factory=dict)
 
 
 class PipelineUpdate:
     def __init__(self, spark: SparkSession, graph: PipelineGraph, warehouse: Warehouse,
-                 progress: Progress | None = None, timeline: Timeline | None = None):
+                 progress: Progress | None = None, timeline: Timeline | None = None,
+                 definition: str | None = None):
+        """`definition`: the fingerprint of what decides the flows' schemas
+        (schema_check.fingerprint); None checks them whatever the last update recorded."""
         self.spark, self.graph = spark, graph
+        self.definition = definition
         # Holding each table's declared definition: where it is stored, whether it is
         # published, what Delta keeps of it (storage/table_definition.py).
         try:
@@ -94,7 +101,12 @@ class PipelineUpdate:
         plan = plan_refresh(self.graph, selection or RefreshSelection())
         if unfinished := self.warehouse.unfinished_reset():  # a full refresh was cut short
             plan = plan.with_reset(self.graph, unfinished)
+        with timeline.span(UPDATE, "check schemas"):  # before anything is written
+            schema_check.refuse_incompatible(
+                self.spark, self.graph, self.warehouse,
+                [t for t in plan.update if t not in plan.reset], self.definition)
         self._reset = set(plan.reset)
+        self.result.reset = list(plan.reset)
         self.warehouse.begin_reset(plan.reset)
         with timeline.span(UPDATE, "reset tables"):
             self.warehouse.reset(self.spark, {name: [f.name for f in self.graph.flows_into(name)]
@@ -119,6 +131,9 @@ class PipelineUpdate:
             if first_error is not None:
                 raise first_error
             self.warehouse.end_reset()  # every reset table is recomputed
+            if self.definition is not None and set(plan.update) == set(tables):
+                # Every table took this definition: the next update checks only a new one.
+                schema_check.record(self.warehouse, self.graph, self.definition)
             with timeline.span(UPDATE, "publish views"):  # over the tables, now up to date
                 for view in self.graph.published_views():
                     self.warehouse.publish_view(self.spark, view.name, view.definition,
@@ -201,6 +216,8 @@ class PipelineUpdate:
             self.warehouse.checkpoint_path(setup.flow))
         if streaming and not first_batch and self._streamed_before_update(name):
             setup.not_waited_for.append(name)
+            setup.built_against[name] = delta_log.schema_string(
+                self.warehouse.table_path(name).resolve())
         else:
             self._wait_for(setup.table, name, setup.flow)
         if streaming:
@@ -217,6 +234,41 @@ class PipelineUpdate:
             # table is read from its snapshot, as Spark's default does.
             reader = reader.option("startingVersion", "0")
         return reader.load(str(path))
+
+    def _built_against_upstream(self, flow: Flow | AutoCdcSpec | SnapshotCdcSpec
+                                ) -> tuple[Query, _FlowSetup]:
+        """The flow's query, its upstream tables up to date before it starts.
+
+        A query built against tables before their update (`_streamed_before_update`) is built
+        again, once, when one of them changed its schema in the update (a column added, a type
+        widened: a stream of the old schema cannot read the new one, Delta refuses the batch)
+        or when building it failed (it names a column the table gains in the update). Its
+        upstream is then up to date, so the second build sees the tables as they are, and an
+        error it raises is the query's own. On Databricks the flow is restarted for the same
+        reason."""
+        setup = _FlowSetup(table=flow.target, flow=flow.name)
+        df: Query | None
+        with self.timeline.span(flow.name, "build query"):
+            try:
+                with quiet_query_context():  # raised again below, or built again
+                    df = self._build(flow, setup)
+            except Exception:
+                if not setup.not_waited_for:
+                    raise
+                df = None
+        for name in setup.not_waited_for:  # up to date before the query asks for offsets
+            self._wait_for(setup.table, name, setup.flow)
+        if df is None or self._schema_changed_since_built(setup):
+            with self.timeline.span(flow.name, "build query", detail="schema changed"):
+                setup = _FlowSetup(table=flow.target, flow=flow.name)
+                df = self._build(flow, setup)
+        return df, setup
+
+    def _schema_changed_since_built(self, setup: _FlowSetup) -> bool:
+        """Whether a table the query was built against before its update has another schema
+        now that the update is done."""
+        return any(delta_log.schema_string(self.warehouse.table_path(name).resolve()) != seen
+                   for name, seen in setup.built_against.items())
 
     def _view_query(self, view: Flow, reader: SparkSession) -> DataFrame:
         """A temporary view's query, inlined into the reading flow's: built in the view's own
@@ -243,18 +295,19 @@ class PipelineUpdate:
 
         A stream's DataFrame holds no rows: the query asks the table for its offsets when it
         starts. What building it reads of the table is its schema, which a streaming table's
-        update keeps (appends and MERGEs never change it; a materialized view's overwrite may),
-        and, for a query's first batch only, whether the table's commits only appended
-        (`_resolve`). So a streaming table that exists and is not reset in this update is built
-        against early: the build's work (the pipeline file's function, its plans' analysis)
-        then overlaps the upstream's instead of following it, as it did on the path from bronze
-        to gold."""
+        update keeps unless its flow's query changed (appends and MERGEs never change it; a
+        materialized view's overwrite may; a table that evolves has the query built again,
+        `_schema_changed_since_built`), and, for a query's first batch only, whether the
+        table's commits only appended (`_resolve`). So a streaming table that exists and is not
+        reset in this update is built against early: the build's work (the pipeline file's
+        function, its plans' analysis) then overlaps the upstream's instead of following it, as
+        it did on the path from bronze to gold."""
         return (name not in self._reset and not self.graph.is_materialized_view(name)
                 and self.warehouse.has_table(name))
 
-    def _build(self, flow: Flow | AutoCdcSpec | SnapshotCdcSpec) -> tuple[Query, _FlowSetup]:
-        """The flow's query, with upstream tables brought up to date on the way."""
-        setup = _FlowSetup(table=flow.target, flow=flow.name)
+    def _build(self, flow: Flow | AutoCdcSpec | SnapshotCdcSpec, setup: _FlowSetup) -> Query:
+        """The flow's query, with upstream tables brought up to date on the way; what building
+        it saw goes into `setup`."""
         outer = getattr(self._setup, "flow", None)
         self._setup.flow = setup
         df: Query
@@ -280,7 +333,7 @@ class PipelineUpdate:
                     setup.observed.append(own)
         finally:
             self._setup.flow = outer
-        return df, setup
+        return df
 
     def _snapshots(self, spec: SnapshotCdcSpec, setup: _FlowSetup) -> NextSnapshot:
         """A snapshot flow's source: the table or view once, at this update's processing time,
@@ -365,11 +418,8 @@ class PipelineUpdate:
             self.progress.flow_started(flow.name, kind)
             self._finished(FlowResult(flow=flow.name, target=flow.target, kind=kind))
             return
-        with self.timeline.span(flow.name, "build query"):
-            df, setup = self._build(flow)
+        df, setup = self._built_against_upstream(flow)
         kind, run = self._runner(flow, df)
-        for name in setup.not_waited_for:  # up to date before the query asks for offsets
-            self._wait_for(setup.table, name, setup.flow)
         if setup.streamed & self._reset and flow.target not in self._reset:
             # A kept table (protected, or not selected) reads a table rebuilt in this update:
             # its checkpoint names the old table, so it reads the new one from the start.

@@ -8,6 +8,7 @@ empty inputs); rendering is pure Python.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
 from pyspark.pipelines.output import MaterializedView, Output, Sink, StreamingTable, TemporaryView
@@ -69,6 +70,45 @@ class FlowNode:
 class Dataflow:
     datasets: list[DatasetNode] = field(default_factory=list)
     flows: list[FlowNode] = field(default_factory=list)
+
+    def downstream(self, names: Iterable[str]) -> list[str]:
+        """`names` and every dataset that reads one of them, directly, through a view or
+        further down, in the graph's order."""
+        reached = set(names)
+        grew = True
+        while grew:
+            grew = False
+            for flow in self.flows:
+                if flow.target not in reached and any(r.dataset in reached for r in flow.reads):
+                    reached.add(flow.target)
+                    grew = True
+        return [d.name for d in self.datasets if d.name in reached]
+
+    def upstream_first(self, names: Iterable[str]) -> list[str]:
+        """`names` ordered by how far each is from the pipeline's sources (what a dataset
+        reads before it), ties in the graph's order."""
+        reads: dict[str, set[str]] = {f.target: set() for f in self.flows}
+        for flow in self.flows:
+            reads[flow.target].update(r.dataset for r in flow.reads)
+        depth: dict[str, int] = {}
+
+        def depth_of(name: str, seen: frozenset[str] = frozenset()) -> int:
+            if name not in depth:
+                above = [depth_of(r, seen | {name}) for r in reads.get(name, ())
+                         if r in reads and r not in seen]
+                depth[name] = 1 + max(above, default=-1)
+            return depth[name]
+
+        order = [d.name for d in self.datasets]
+        wanted = list(dict.fromkeys(names))
+        return sorted(wanted, key=lambda n: (depth_of(n), order.index(n) if n in order else 0))
+
+    def sources(self) -> list[str]:
+        """The datasets whose flows read no dataset of the pipeline: where data enters it (a
+        Kafka source, export files)."""
+        names = {d.name for d in self.datasets}
+        fed = {f.target for f in self.flows if any(r.dataset in names for r in f.reads)}
+        return [d.name for d in self.datasets if d.name not in fed]
 
     def render(self, form: str) -> str:
         return {"text": self.text, "mermaid": self.mermaid, "dot": self.dot,

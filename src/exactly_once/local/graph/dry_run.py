@@ -17,7 +17,7 @@ per dataset whose query does not analyze. A dataset that reads a broken one is n
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -81,6 +81,9 @@ class Analysis:
     dataflow: Dataflow
     problems: list[Problem] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
+    # flow -> the schema its query writes (an AUTO CDC flow: its target's); a flow whose
+    # query did not analyze has none.
+    schemas: dict[str, StructType] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -92,13 +95,17 @@ class _Blocked(Exception):
 
 
 class _Analyzer:
-    def __init__(self, spark: SparkSession, graph: PipelineGraph, declared_in: dict[str, str]):
+    def __init__(self, spark: SparkSession, graph: PipelineGraph, declared_in: dict[str, str],
+                 stored: Callable[[str], StructType | None] | None = None):
         self.spark, self.graph, self.declared_in = spark, graph, declared_in
+        # Given: a snapshot function is not asked; its target's stored schema stands for it.
+        self.stored = stored
         self.problems: list[Problem] = []
         self.schemas: dict[str, StructType] = {}
         self.failed: set[str] = set()
         self.stack: list[str] = []  # datasets being analyzed, outermost first
         self.reads: dict[str, list[Read]] = {}  # flow -> what its query read
+        self.flow_schemas: dict[str, StructType] = {}  # flow -> what its query writes
         self.reading: list[str] = []  # flows whose queries are being built, innermost last
         self.definitions = graph.definitions()  # each table's
         self.batch_tables: set[str] = set()  # @dp.table over a batch query: materialized views
@@ -140,6 +147,7 @@ class _Analyzer:
         definition = self.definitions.get(name)
         for flow in self.graph.flows_into(name):
             df = self.query(flow)
+            self.flow_schemas[flow.name] = df.schema
             schema = schema or df.schema
             if definition is not None:
                 problem = definition.fit_problem(df.schema)
@@ -210,6 +218,11 @@ class _Analyzer:
         """The first snapshot's query (the function asked as before a first update, or the
         table read), checked as an update checks it; reading a snapshot's rows is left out."""
         function = spec.source_function
+        if function is not None and self.stored is not None:
+            schema = self.stored(spec.target)
+            if schema is None:
+                raise _Blocked(spec.target)  # not analyzed: nothing stored to compare with
+            return self.spark.createDataFrame([], schema)
         if function is None:
             snapshot = snapshot_flow.table_snapshot(pipeline_session.current(self.spark),
                                                     str(spec.source), self.resolve)
@@ -251,18 +264,30 @@ def analyze(spark: SparkSession, settings: Settings, files: Sequence[Path]) -> A
         spark.conf.set(key, value)  # as run_pipeline: what pipeline code reads its settings from
     with update_settings.configured(spark, settings.configuration):
         graph, problems = _load(spark, files)
-        analyzer = _Analyzer(spark, graph, graph.declared_in)
-        # A dataset with a problem of its declaration is not analyzed: its problem is reported.
-        analyzer.failed.update(p.dataset for p in problems if p.dataset)
-        with quiet_query_context(), resolved_reads(analyzer.resolve):
-            for name in graph.outputs:
-                try:
-                    analyzer.dataset(name)
-                except _Blocked:
-                    pass
+        analysis = analyze_graph(spark, graph, problems)
+    analysis.files = list(files)
+    return analysis
+
+
+def analyze_graph(spark: SparkSession, graph: PipelineGraph, problems: Sequence[Problem] = (),
+                  stored: Callable[[str], StructType | None] | None = None) -> Analysis:
+    """Analyze every dataset's query of a loaded graph (its pipeline settings and
+    configuration in `spark`'s conf), collecting the problems; `problems`: those found loading
+    it. `stored`: a table's stored schema (None: no table), given when the analysis must not
+    ask AUTO CDC FROM SNAPSHOT functions for a snapshot (an update's check: asking is the
+    update's, with the version it has applied); such a flow writes its target's schema."""
+    analyzer = _Analyzer(spark, graph, graph.declared_in, stored)
+    # A dataset with a problem of its declaration is not analyzed: its problem is reported.
+    analyzer.failed.update(p.dataset for p in problems if p.dataset)
+    with quiet_query_context(), resolved_reads(analyzer.resolve):
+        for name in graph.outputs:
+            try:
+                analyzer.dataset(name)
+            except _Blocked:
+                pass
     return Analysis(graph, _dataflow(graph, analyzer.reads, graph.declared_in,
                                      analyzer.batch_tables),
-                    [*problems, *analyzer.problems], list(files))
+                    [*problems, *analyzer.problems], schemas=analyzer.flow_schemas)
 
 
 def _load(spark: SparkSession, files: Sequence[Path]) -> tuple[PipelineGraph, list[Problem]]:

@@ -13,6 +13,7 @@ from exactly_once.errors import InspectError
 from exactly_once.local.inspect.delivery import shown_utc
 from exactly_once.local.observe import event_log
 from exactly_once.local.observe.timeline import UPDATE
+from exactly_once.local.storage.schema_evolution import SchemaChange
 from exactly_once.local.storage.warehouse import Warehouse
 
 LATEST = "latest"
@@ -78,12 +79,20 @@ def _progress(progress: Any, row: Any) -> str:
     snapshots = getattr(progress, "snapshots", None) or []  # absent from older event logs
     parts += [f"snapshot {s.version}: {s.rows_inserted:,} inserted, {s.rows_updated:,} updated, "
               f"{s.rows_deleted:,} deleted" for s in snapshots]
+    changes = getattr(progress, "schema_changes", None) or []  # absent from older event logs
+    parts += [f"schema: {_schema_change(c)}" for c in changes]
     quality = progress.data_quality
     if quality is not None:
         failed = sum(e.failed_records or 0 for e in quality.expectations or [])
         parts.append(f"expectations: {failed:,} failed, {quality.dropped_records or 0:,} "
                      "dropped")
     return ", ".join(parts) + f" in {m.duration_seconds or 0:.2f} s"
+
+
+def _schema_change(change: Any) -> str:
+    """As schema_evolution.SchemaChange.described says it."""
+    return SchemaChange(change.column, change.change, change.data_type,
+                        change.previous_type).described()
 
 
 def _timeline(spans: list[Any]) -> str:

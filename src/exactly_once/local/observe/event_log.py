@@ -13,8 +13,11 @@ fields of `details.flow_progress.metrics`: `num_duplicates_dropped` (silver wate
 `num_stale_updates_ignored` (AUTO CDC changes older than the stored state) and `num_late_events`
 (rows behind the watermark). An AUTO CDC FROM SNAPSHOT flow also lists each snapshot it applied
 in `details.flow_progress.snapshots`: its version, its rows, and the keys it inserted, updated
-and deleted. The table lives at `<warehouse>/event_log` and survives `--full-refresh`, like the
-Databricks event log.
+and deleted. A flow that changed its table's schema before it wrote (a column added, a type
+widened: storage/schema_evolution.py) lists each change in
+`details.flow_progress.schema_changes`: the column (a dotted path into a struct column), the
+change, the type written and the type before. The table lives at `<warehouse>/event_log` and
+survives `--full-refresh`, like the Databricks event log.
 
 Next to them, one `flow_timeline` row per flow per update (and one with no flow for the
 update's own work) holds where its seconds went: `details.flow_timeline.spans`, the phases of
@@ -63,7 +66,9 @@ DDL = """
                                                         passed_records: BIGINT,
                                                         failed_records: BIGINT>>>,
         snapshots: ARRAY<STRUCT<version: STRING, rows: BIGINT, rows_inserted: BIGINT,
-                                rows_updated: BIGINT, rows_deleted: BIGINT>>>,
+                                rows_updated: BIGINT, rows_deleted: BIGINT>>,
+        schema_changes: ARRAY<STRUCT<column: STRING, change: STRING, data_type: STRING,
+                                     previous_type: STRING>>>,
         flow_timeline: STRUCT<spans: ARRAY<STRUCT<
             phase: STRING, batch_id: BIGINT, detail: STRING, start_seconds: DOUBLE,
             duration_seconds: DOUBLE, self_seconds: DOUBLE, spark_jobs: BIGINT,
@@ -90,6 +95,8 @@ def flow_progress_row(result: FlowResult, update_id: str, sequence: int,
                round(result.seconds, 3))
     snapshots = [(shown(s.version), s.rows, s.inserted, s.updated, s.deleted)
                  for s in result.snapshots] or None
+    schema_changes = [(c.column, c.change, c.data_type, c.previous_type)
+                      for c in result.schema_changes] or None
     failed = result.status == "FAILED"
     message = (f"Flow '{result.flow}' has FAILED." if failed
                else f"Flow '{result.flow}' has COMPLETED.")
@@ -98,7 +105,7 @@ def flow_progress_row(result: FlowResult, update_id: str, sequence: int,
         (PIPELINE_NAME, pipeline_id, update_id, result.flow, result.target),
         datetime.now(timezone.utc), "ERROR" if failed else "METRICS", "flow_progress", message,
         (result.error,) if failed else None,
-        ((result.status, metrics, data_quality, snapshots), None),
+        ((result.status, metrics, data_quality, snapshots, schema_changes), None),
     )
 
 

@@ -9,6 +9,7 @@ from typing import TextIO
 from exactly_once.local.auto_cdc.from_snapshot.versions import AppliedSnapshot, shown
 from exactly_once.local.graph.expectations import ExpectationMetric
 from exactly_once.local.observe.timeline import Timeline
+from exactly_once.local.storage.schema_evolution import SchemaChange
 
 
 @dataclass
@@ -32,6 +33,8 @@ class FlowResult:
     dropped_records: int | None = None  # None: the flow has no expectations
     # AUTO CDC FROM SNAPSHOT: each snapshot applied, with the keys it inserted, updated, deleted.
     snapshots: list[AppliedSnapshot] = field(default_factory=list)
+    # What the flow changed in its tables' schemas before writing (storage/schema_evolution.py).
+    schema_changes: list[SchemaChange] = field(default_factory=list)
 
     def add_streaming_progress(self, progress: dict) -> None:
         for name, values in (progress.get("observedMetrics") or {}).items():
@@ -53,6 +56,7 @@ class UpdateResult:
     update_id: str = ""
     flows: list[FlowResult] = field(default_factory=list)
     table_rows: dict[str, int] = field(default_factory=dict)
+    reset: list[str] = field(default_factory=list)  # tables reset and recomputed from scratch
     seconds: float = 0.0
     timeline: Timeline = field(default_factory=Timeline)
 
@@ -81,6 +85,10 @@ class Progress:
 
     def batch(self, flow: str, batch_id: int, rows: int) -> None:
         self._print(f"    {flow} batch {batch_id}: {rows:,} rows")
+
+    def schema_changed(self, flow: str, table: str, changes: list[SchemaChange]) -> None:
+        for change in changes:
+            self._print(f"    {flow} schema of {table}: {change.described()}")
 
     def snapshot(self, flow: str, applied: AppliedSnapshot) -> None:
         self._print(f"    {flow} snapshot {shown(applied.version)}: {applied.rows:,} rows, "

@@ -7,6 +7,8 @@
     snapshot_files.py  a table's latest version read as the Parquet files its log names
     lock.py            one update at a time per warehouse
     idempotent.py      Delta writes that a replayed micro-batch does not repeat
+    schema_evolution.py  a table's schema against what its flow writes: columns added, types
+                       widened in place, the rest named as incompatible
     files.py           the one file-system interface: local paths and s3a:// object-store keys
 
 May import engine only.

@@ -369,6 +369,27 @@ def table_id(path: StoragePath | str) -> str | None:
     return None if metadata is None else str(metadata["id"])
 
 
+def schema_string(path: StoragePath | str) -> str | None:
+    """The table's latest schema as its metadata holds it (Spark's JSON of a StructType); None
+    when the log cannot tell."""
+    metadata = _latest_metadata(path)
+    return None if metadata is None else metadata.get("schemaString")
+
+
+def created_time(path: StoragePath | str) -> int | None:
+    """When the table was created (its metadata's createdTime, epoch milliseconds): kept by
+    every version, so it outlives the commits the log has cleaned up."""
+    metadata = _latest_metadata(path)
+    created = None if metadata is None else metadata.get("createdTime")
+    return None if created is None else int(created)
+
+
+def table_property(path: StoragePath | str, key: str) -> str | None:
+    """A property of the table's latest version (its metadata's configuration)."""
+    metadata = _latest_metadata(path)
+    return None if metadata is None else (metadata.get("configuration") or {}).get(key)
+
+
 def column_names(path: StoragePath | str) -> list[str] | None:
     """The top-level columns of the table's latest version (its metadata's schemaString);
     None when the log cannot tell."""

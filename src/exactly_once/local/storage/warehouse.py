@@ -10,6 +10,8 @@
     <warehouse>/_pipeline/auto_cdc/<target>__rejected/  AUTO CDC rows with a NULL key or sequence
     <warehouse>/_pipeline/lock                          the update lock (see lock.py)
     <warehouse>/_pipeline/reset.json                    tables a full refresh is resetting
+    <warehouse>/_pipeline/definition.json               the definition the last update finished
+                                                        with (execution/schema_check.py)
     <warehouse>/_sinks/<tableName>/                     a delta sink by `tableName` (never reset)
     <warehouse>/_pipeline/locations.json                tables stored at a declared `path`
 
@@ -155,6 +157,9 @@ class Warehouse:
     def event_log_path(self) -> StoragePath:
         """Outside `_pipeline`: a full refresh keeps it, as Databricks keeps its event log."""
         return self.root / EVENT_LOG_DIR
+
+    def definition_path(self) -> StoragePath:
+        return self.root / PIPELINE_DIR / "definition.json"
 
     def lock_path(self) -> StoragePath:
         return self.root / PIPELINE_DIR / "lock"
