@@ -66,10 +66,10 @@ def run_append_flow(spark: SparkSession, flow_name: str, target: str, df: DataFr
 
     def append(batch: DataFrame, batch_id: int, query_id: str, replayed: bool) -> None:
         with timeline.span(flow_name, "delta append", batch_id, target):
-            # A column the query gained (Auto Loader's addNewColumns) joins the table, as a
-            # pipeline's streaming table evolves; the same columns write as before.
+            # A column the query gained (Auto Loader's addNewColumns, a contract's new field)
+            # joined the table before the flow started (_create_target: schema_evolution.py).
             idempotent.append(batch, path, Marker(f"{query_id}:{flow_name}", batch_id),
-                              replayed, {"mergeSchema": "true"})
+                              replayed)
 
     with timeline.span(flow_name, "flow"):
         run_available_now(df, flow_name, warehouse.checkpoint_path(flow_name), append, result,
