@@ -20,15 +20,19 @@ checks each.
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from test_cli_errors import covers
 
 from exactly_once import cli
-from exactly_once.errors import DeclarationError
+from exactly_once.errors import DeclarationError, SchemaEvolvedError
+from exactly_once.local.execution import pipeline as execution_pipeline
 from exactly_once.local.execution.pipeline import run_pipeline
+from exactly_once.paths import pipeline_files
 
 ERROR = "exactly-once: error: "
 
@@ -180,16 +184,25 @@ EVOLVING = """
 """
 
 
-def test_add_new_columns_stops_once_then_the_next_update_has_them(spark, settings, tmp_path):
-    from exactly_once.errors import SchemaEvolvedError
-
+@covers(SchemaEvolvedError)
+def test_add_new_columns_stops_once_then_the_next_update_has_them(in_session, settings, tmp_path,
+                                                                  capsys, monkeypatch):
+    """The stop is `exactly-once run`'s one line, Databricks' UNKNOWN_FIELD_EXCEPTION."""
+    spark = in_session
     data, warehouse = tmp_path / "in", tmp_path / "warehouse"
     write_json(data / "a.json", {"id": 1})
     root = pipeline(tmp_path, EVOLVING.replace("{root}", str(data)))
     run_pipeline(spark, settings, warehouse, pipelines_dir=root)
     write_json(data / "b.json", {"id": 2, "color": "red"})
-    with pytest.raises(SchemaEvolvedError, match=r"UNKNOWN_FIELD_EXCEPTION.*\[color\]"):
-        run_pipeline(spark, settings, warehouse, pipelines_dir=root)
+    dump = tmp_path / "dump.jsonl"  # the run's source, which this pipeline does not read
+    dump.write_text(json.dumps({"topic": "orders", "key": "o1", "payload": "{}"}) + "\n")
+    monkeypatch.setattr(execution_pipeline, "pipeline_files", lambda _: pipeline_files(root))
+    code = cli.main(["run", "--quiet", "--source", f"file:{dump}", "--warehouse", str(warehouse)])
+    err = capsys.readouterr().err
+    assert code == 1 and len(err.splitlines()) == 1, err
+    assert re.fullmatch(r"exactly-once: error: flow `evolving` failed: \[UNKNOWN_FIELD_EXCEPTION"
+                        r"\.NEW_FIELDS_IN_FILE\] .*\[color\].*the next update reads them\n",
+                        err), err
     run_pipeline(spark, settings, warehouse, pipelines_dir=root)
     assert rows(spark, warehouse, "evolving", "id", "color") == [("1", None), ("2", "red")]
     run_pipeline(spark, settings, warehouse, pipelines_dir=root)  # nothing new: nothing again

@@ -318,8 +318,10 @@ def test_a_change_the_tables_cannot_take(tmp_path, monkeypatch, no_spark, capsys
 # -- the rule itself -----------------------------------------------------------------------------
 def test_every_error_class_has_a_test_above():
     # The broker faults' errors come out of minutes-long updates against a broker a test kills
-    # or lets retention empty, and the declaration errors each want a pipeline of their own:
+    # or lets retention empty, and the declaration errors and Auto Loader's stop each want a
+    # pipeline of their own:
     # those tests live in their own modules and register here.
+    import test_auto_loader  # noqa: F401
     import test_broker_faults  # noqa: F401
     import test_declaration_errors  # noqa: F401
 

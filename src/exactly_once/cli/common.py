@@ -97,6 +97,19 @@ def require_broker(bootstrap: str) -> None:
     admin.require_reachable(bootstrap)
 
 
+def update_inputs(args: argparse.Namespace) -> tuple[Settings, StoragePath]:
+    """What an update (`run`, `rederive`) runs with: the settings with `--source` resolved, and
+    the warehouse; a bad `--master`, or a broker that does not answer, is one line before
+    anything starts."""
+    settings = settings_of(args)
+    settings = dataclasses.replace(settings, source=resolve_source(settings.source))
+    warehouse = warehouse_of(args)
+    engine_of(args)
+    if settings.source == "kafka":
+        require_broker(settings.kafka.bootstrap_servers)
+    return settings, warehouse
+
+
 def ensure_topics(settings: Settings) -> None:
     from exactly_once.kafka import admin
 

@@ -6,7 +6,6 @@ carried, a rule fixed, or a change `run` refuses."""
 from __future__ import annotations
 
 import argparse
-import dataclasses
 
 from exactly_once.cli import common
 
@@ -27,12 +26,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    settings = common.settings_of(args)
-    settings = dataclasses.replace(settings, source=common.resolve_source(settings.source))
-    warehouse = common.warehouse_of(args)
-    common.engine_of(args)  # a bad --master is one line before anything starts
-    if settings.source == "kafka":
-        common.require_broker(settings.kafka.bootstrap_servers)
+    settings, warehouse = common.update_inputs(args)
 
     from exactly_once.local.execution.pipeline import run_pipeline
     from exactly_once.local.observe.progress import Progress

@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from pathlib import Path
 
 from exactly_once.cli import common
@@ -67,12 +66,7 @@ def handle(args: argparse.Namespace) -> int:
     if args.continuous and args.profile:
         args.parser.error("--profile profiles one update; it cannot be combined with "
                           "--continuous")
-    settings = common.settings_of(args)
-    settings = dataclasses.replace(settings, source=common.resolve_source(settings.source))
-    warehouse = common.warehouse_of(args)
-    common.engine_of(args)  # a bad --master is one line before anything starts
-    if settings.source == "kafka":
-        common.require_broker(settings.kafka.bootstrap_servers)
+    settings, warehouse = common.update_inputs(args)
 
     from exactly_once.local.engine.jvm_processes import ProcessRecording, summary
     from exactly_once.local.engine.update_settings import compiled_classes

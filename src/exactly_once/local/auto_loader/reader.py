@@ -96,8 +96,13 @@ def auto_loader(spark: SparkSession, path: str, options: AutoLoaderOptions,
     elif user_schema is not None:
         schema = user_schema
     else:
-        schema = _schema(spark, path, options, schema_location if streaming else None, mode,
-                         place.persist)
+        try:
+            schema = _schema(spark, path, options, schema_location if streaming else None, mode,
+                             place.persist)
+        except SchemaEvolvedError as stop:  # named as every failed flow is (streams.flow_error)
+            if place.flow is None:
+                raise
+            raise SchemaEvolvedError(f"flow `{place.flow}` failed: {stop}") from None
     rescued = options.rescued_column or (
         RESCUED if inferred and (mode != "none" or not streaming) else None)
     if rescued is not None and options.format in ("parquet", "text") and not inferred:
