@@ -23,6 +23,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from exactly_once.local.auto_loader.reader import read_files
+from exactly_once.local.graph.reads import dataset_name
 from exactly_once.local.graph.sql_files import BLANKS, Statement, closing, masked
 
 _IDENTIFIER = r"(?:`[^`]*`|[A-Za-z_][\w]*)(?:\s*\.\s*(?:`[^`]*`|[A-Za-z_][\w]*))*"
@@ -77,18 +78,13 @@ class Query:
         for read in self.reads:
             if read.streaming or read.files is not None:
                 return None
-            parts = [p.strip().strip("`") for p in read.name.split(".")]
-            if len(parts) > 1 and parts[0].lower() == "live":
-                parts = parts[1:]
-            pieces += [self.text[last:read.start],
-                       ".".join(f"`{p.replace('`', '``')}`" for p in parts)]
+            pieces += [self.text[last:read.start], dataset_name(read.name)]
             last = read.end
         return "".join([*pieces, self.text[last:]])
 
     def read_names(self) -> tuple[str, ...]:
         """The names the query reads, `LIVE.` dropped."""
-        return tuple(re.sub(r"^live\.", "", r.name, flags=re.I) for r in self.reads
-                     if r.files is None)
+        return tuple(dataset_name(r.name) for r in self.reads if r.files is None)
 
 
 def _read(spark: SparkSession, read: Read) -> DataFrame:

@@ -182,8 +182,7 @@ def conform(spark: SparkSession, path: str, definition: TableDefinition) -> None
         changed[COMMENT] = definition.comment  # Delta's table comment, as SET TBLPROPERTIES sets it
     table = f"delta.`{path.replace('`', '``')}`"
     if changed:
-        spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ("
-                  + ", ".join(f"{_literal(k)} = {_literal(v)}" for k, v in changed.items()) + ")")
+        spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES {sql_properties(changed)}")
     # A partitioned table is not clustered: its layout is `layout_problem`'s (a materialized
     # view's recompute rewrites it).
     if stored.clustering_columns is not None and not stored.partition_columns \
@@ -192,6 +191,12 @@ def conform(spark: SparkSession, path: str, definition: TableDefinition) -> None
         spark.sql(f"ALTER TABLE {table} CLUSTER BY {f'({columns})' if columns else 'NONE'}")
 
 
-def _literal(text: str) -> str:
+def sql_properties(properties: Mapping[str, str]) -> str:
+    """`properties` as a TBLPROPERTIES list: `('key' = 'value', ...)`."""
+    return "(" + ", ".join(f"{sql_literal(k)} = {sql_literal(v)}"
+                           for k, v in properties.items()) + ")"
+
+
+def sql_literal(text: str) -> str:
     """`text` as a SQL string literal."""
     return "'" + str(text).replace("\\", "\\\\").replace("'", "\\'") + "'"

@@ -218,13 +218,9 @@ class Warehouse:
                      properties: Mapping[str, str]) -> None:
         """View `name` in the session catalog, over the tables `definition` (a query) reads as
         they are registered: what a pipeline's CREATE VIEW publishes."""
-        def quoted(text: str) -> str:
-            return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-        clauses = [f"COMMENT {quoted(comment)}"] if comment is not None else []
+        clauses = [] if comment is None else [f"COMMENT {table_definition.sql_literal(comment)}"]
         if properties:
-            clauses.append("TBLPROPERTIES (" + ", ".join(
-                f"{quoted(k)} = {quoted(v)}" for k, v in properties.items()) + ")")
+            clauses.append(f"TBLPROPERTIES {table_definition.sql_properties(properties)}")
         spark.sql(f"CREATE OR REPLACE VIEW `{name.replace('`', '``')}` {' '.join(clauses)} "
                   f"AS {definition}")
 
