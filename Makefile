@@ -6,6 +6,7 @@ JARS   := .cache/jars
 M2     := .cache/m2
 CLASS_ARCHIVE := .cache/jvm/spark-classes.jsa
 LOCAL_FS_JAR  := .cache/jvm/exactly-once-local-fs.jar
+LOCAL_CATALOG_JAR := .cache/jvm/exactly-once-local-catalog.jar
 HADOOP_DEFAULTS_JAR := .cache/jvm/exactly-once-hadoop-defaults.jar
 PYTHON ?= python3
 MVN    := mvn -q -B -Dmaven.repo.local=$(CURDIR)/$(M2)
@@ -14,7 +15,8 @@ MVN    := mvn -q -B -Dmaven.repo.local=$(CURDIR)/$(M2)
         s3-start s3-stop cluster-start cluster-stop
 
 # What the pipeline needs; the tests also need the Databricks CLI, dbx's own env and Chromium.
-setup: $(VENV)/.installed $(JARS)/.resolved $(LOCAL_FS_JAR) $(HADOOP_DEFAULTS_JAR) $(CLASS_ARCHIVE)
+setup: $(VENV)/.installed $(JARS)/.resolved $(LOCAL_FS_JAR) $(LOCAL_CATALOG_JAR) \
+       $(HADOOP_DEFAULTS_JAR) $(CLASS_ARCHIVE)
 test-setup: setup databricks-cli dbx-env chromium s3a-jars s3-server
 
 # --no-compile: Python compiles a module when it is first imported. Compiling all 7,000 files
@@ -44,6 +46,18 @@ $(LOCAL_FS_JAR): $(LOCAL_FS_SOURCES) $(VENV)/.installed
 	    $(LOCAL_FS_SOURCES)
 	jar --create --file $@ -C $@.classes .
 	rm -rf $@.classes
+# The local catalog's catalog level (local/catalog/): one Spark catalog plugin class compiled
+# against Spark's own jars in the pyspark wheel; no download.
+LOCAL_CATALOG_SOURCES := $(wildcard jvm/local-catalog/src/exactlyonce/catalog/*.java)
+$(LOCAL_CATALOG_JAR): $(LOCAL_CATALOG_SOURCES) $(VENV)/.installed
+	rm -rf $@.classes && mkdir -p $@.classes
+	javac --release 17 -Xlint:all,-path,-classfile -Werror -d $@.classes \
+	    -cp "$$(cd $(VENV)/lib/python*/site-packages/pyspark/jars && ls -d "$$PWD"/spark-catalyst_* \
+	           "$$PWD"/spark-sql_* "$$PWD"/spark-sql-api_* "$$PWD"/spark-common-utils_* \
+	           "$$PWD"/scala-library-* | paste -sd:)" \
+	    $(LOCAL_CATALOG_SOURCES)
+	jar --create --file $@ -C $@.classes .
+	rm -rf $@.classes
 # Hadoop's configuration without YARN's defaults (local/engine/hadoop_defaults.py): an empty
 # yarn-default.xml for the JVMs' launch class path.
 $(HADOOP_DEFAULTS_JAR): $(wildcard jvm/hadoop-defaults/*.xml)
@@ -62,7 +76,8 @@ $(JARS)/.s3a-resolved: jvm/s3a/pom.xml
 # The JVM's class-data-sharing archive (src/exactly_once/local/engine/class_archive.py): Spark
 # sessions start faster with it, and work the same without it. Rebuilt when the jars change,
 # or the session's settings: which classes an update loads depends on them.
-$(CLASS_ARCHIVE): $(VENV)/.installed $(JARS)/.resolved $(LOCAL_FS_JAR) $(HADOOP_DEFAULTS_JAR) \
+$(CLASS_ARCHIVE): $(VENV)/.installed $(JARS)/.resolved $(LOCAL_FS_JAR) $(LOCAL_CATALOG_JAR) \
+                  $(HADOOP_DEFAULTS_JAR) \
                   $(wildcard src/exactly_once/local/engine/*.py)
 	$(BIN)/python -m exactly_once.local.execution.train_jvm $@
 

@@ -54,6 +54,16 @@ class ObjectStoreError(ExactlyOnceError):
     """The warehouse's object store cannot be reached, or cannot do what the runtime needs."""
 
 
+class FixtureError(ExactlyOnceError):
+    """A fixture file (rows for a table or a test) cannot be read as rows: the message names
+    the file and what it should hold."""
+
+
+class CatalogError(ExactlyOnceError):
+    """The local catalog cannot do what is asked: a name that is not a table name, a dataset
+    published over a table the catalog owns."""
+
+
 class WarehouseLockedError(ExactlyOnceError):
     """Another update holds the warehouse."""
 
@@ -97,6 +107,11 @@ class RefreshError(GraphError):
 
 class ExpectationError(DeclarationError):
     """An expectation is declared wrongly (not a SQL expression, duplicate name...)."""
+
+
+class MissingTableError(DeclarationError):
+    """A dataset reads a table that the pipeline does not define and the local catalog does not
+    hold; the message names the table and the fixture file that would supply it."""
 
 
 class FlowError(ExactlyOnceError, RuntimeError):

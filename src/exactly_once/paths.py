@@ -15,6 +15,8 @@ CLASS_ARCHIVE = PROJECT_ROOT / ".cache" / "jvm" / "spark-classes.jsa"
 LOCAL_FS_JAR = PROJECT_ROOT / ".cache" / "jvm" / "exactly-once-local-fs.jar"
 # Hadoop without YARN's defaults (jvm/hadoop-defaults, local/engine/hadoop_defaults.py).
 HADOOP_DEFAULTS_JAR = PROJECT_ROOT / ".cache" / "jvm" / "exactly-once-hadoop-defaults.jar"
+# The local catalog's catalog level (jvm/local-catalog, local/engine/catalog_plugin.py).
+LOCAL_CATALOG_JAR = PROJECT_ROOT / ".cache" / "jvm" / "exactly-once-local-catalog.jar"
 # Runtime state (warehouse, broker data and logs) lives under .local unless told otherwise.
 LOCAL_DIR = Path(os.environ.get("EXACTLY_ONCE_HOME", PROJECT_ROOT / ".local"))
 DEFAULT_WAREHOUSE = LOCAL_DIR / "warehouse"

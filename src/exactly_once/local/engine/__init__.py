@@ -5,6 +5,8 @@
                         parses it, with no query to analyze
     local_fs.py         local files through Java NIO, not chmod/readlink processes (jvm/local-fs)
     hadoop_defaults.py  Hadoop's configuration without YARN's defaults (jvm/hadoop-defaults)
+    catalog_plugin.py   the Spark catalog plugin of the local catalog's catalogs
+                        (jvm/local-catalog): its class path, where it reads, registering names
     jvm_options.py      the Spark JVMs' options: the JIT, the collector, the class archive
     class_archive.py    the JVM's class-data-sharing archive, mapped at start
     update_settings.py  the settings an update runs with (the pipeline's configuration too),

@@ -12,7 +12,7 @@ import pyspark
 from pyspark.sql import SparkSession
 
 from exactly_once.errors import EngineError, MissingJarsError
-from exactly_once.local.engine import hadoop_defaults, jvm_options, local_fs
+from exactly_once.local.engine import catalog_plugin, hadoop_defaults, jvm_options, local_fs
 from exactly_once.local.engine.deployment import Deployment
 from exactly_once.paths import JARS_DIR
 
@@ -144,9 +144,11 @@ def build_session(warehouse: Path | str, app_name: str = "exactly-once",
         .config("spark.databricks.delta.properties.defaults.checkpointInterval", "50")
     )
     # On the JVMs' launch class path: local files through Java NIO, not `chmod` and `readlink`
-    # processes (engine/local_fs.py), and Hadoop without YARN's defaults (hadoop_defaults.py).
+    # processes (engine/local_fs.py), and Hadoop without YARN's defaults (hadoop_defaults.py);
+    # the driver's also the local catalog's plugin (catalog_plugin.py).
     class_path = os.pathsep.join([*local_fs.class_path(), *hadoop_defaults.class_path()])
-    builder = builder.config("spark.driver.extraClassPath", class_path)
+    builder = builder.config("spark.driver.extraClassPath", os.pathsep.join(
+        [class_path, *catalog_plugin.class_path()]))
     if deployment.is_cluster:  # in `local[N]` the executors are the driver's JVM
         builder = builder.config("spark.executor.extraClassPath", class_path)
     for key, value in local_fs.spark_conf().items():

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from exactly_once.local.catalog.scope import ReadScope
 from exactly_once.local.engine import update_settings
 from exactly_once.local.execution import schema_check
 from exactly_once.local.execution.rederive import rederived_tables
 from exactly_once.local.execution.refresh import RefreshSelection
 from exactly_once.local.execution.update import PipelineUpdate
-from exactly_once.local.graph.loader import load_graph
+from exactly_once.local.graph.loader import by_value_under, importable, load_graph
 from exactly_once.local.observe.progress import Progress, UpdateResult
 from exactly_once.local.observe.timeline import UPDATE, Timeline
 from exactly_once.local.storage import state_store
@@ -24,13 +26,16 @@ from exactly_once.paths import PIPELINES_DIR, pipeline_files
 from exactly_once.settings.pipeline import Settings
 
 
-def run_pipeline(spark: SparkSession, settings: Settings, warehouse: StoragePath | str,
+def run_pipeline(spark: SparkSession, settings: Settings | None, warehouse: StoragePath | str,
                  full_refresh: bool | Sequence[str] = False, progress: Progress | None = None,
                  pipelines_dir: Path = PIPELINES_DIR, refresh: Sequence[str] = (),
                  timeline: Timeline | None = None,
                  rederive: Sequence[str] | None = None,
-                 configuration: Mapping[str, str] | None = None) -> UpdateResult:
-    """Run one triggered update of the pipeline files in `pipelines_dir` into `warehouse`.
+                 configuration: Mapping[str, str] | None = None,
+                 files: Sequence[Path] | None = None, root_path: Path | None = None,
+                 scope: ReadScope | None = None) -> UpdateResult:
+    """Run one triggered update of the pipeline files in `pipelines_dir` (or `files`, a bundle
+    pipeline's libraries) into `warehouse`.
 
     `full_refresh`: True resets every table that allows it (--full-refresh-all), a list of
     names resets those (--full-refresh T ...); `refresh`: update only these tables;
@@ -40,44 +45,64 @@ def run_pipeline(spark: SparkSession, settings: Settings, warehouse: StoragePath
     `timeline`: where the update records its phases (`Timeline(spark_jobs=True)` also counts
     Spark jobs); the result carries it either way. `warehouse`: a local directory or an
     `s3a://bucket/prefix` (files.py). `configuration`: pipeline parameters for this update,
-    over the settings' own (conf/'s `configuration:`, settings/configuration.py).
+    over the settings' own (conf/'s `configuration:`, settings/configuration.py); with no
+    `settings` (a pipeline without conf/), the whole of its configuration. `root_path`: a
+    folder pipeline code imports modules from, as a bundle pipeline's `root_path` is on
+    Databricks. `scope`: the pipeline's catalog and schema and the local catalog its reads
+    resolve in (default: the warehouse's own catalog, `main.default`).
     """
-    if configuration:
-        settings = replace(settings, configuration={**settings.configuration, **configuration})
     with WarehouseLock(warehouse):
         return run_update(spark, settings, warehouse, full_refresh, progress, pipelines_dir,
-                          refresh, timeline, rederive)
+                          refresh, timeline, rederive, configuration=configuration,
+                          files=files, root_path=root_path, scope=scope)
 
 
-def run_update(spark: SparkSession, settings: Settings, warehouse: StoragePath | str,
+def run_update(spark: SparkSession, settings: Settings | None, warehouse: StoragePath | str,
                full_refresh: bool | Sequence[str] = False, progress: Progress | None = None,
                pipelines_dir: Path = PIPELINES_DIR, refresh: Sequence[str] = (),
                timeline: Timeline | None = None,
-               rederive: Sequence[str] | None = None) -> UpdateResult:
+               rederive: Sequence[str] | None = None,
+               configuration: Mapping[str, str] | None = None,
+               files: Sequence[Path] | None = None, root_path: Path | None = None,
+               scope: ReadScope | None = None) -> UpdateResult:
     """`run_pipeline` for a caller that holds the warehouse's lock already (continuous.py holds
-    it across its updates). The settings' `configuration` is in the session for this update
+    it across its updates). The pipeline's configuration is in the session for this update
     only (engine/update_settings.py), checked before anything else."""
     selection = RefreshSelection.of(full_refresh, refresh)
-    update_settings.check_configuration(spark, settings.configuration)
-    for key, value in settings.to_conf().items():
+    settings_conf, parameters = pipeline_configuration(settings, configuration)
+    update_settings.check_configuration(spark, parameters)
+    for key, value in settings_conf.items():
         spark.conf.set(key, value)  # what the bundle's pipeline `configuration` does on Databricks
     timeline = timeline or Timeline()
     lake = Warehouse(location(warehouse))
     due = snapshot_due(spark, lake)
-    with update_settings.configured(spark, settings.configuration), \
-            update_settings.applied(spark, update_settings.for_update(snapshot_state=due)):
+    with update_settings.configured(spark, parameters), \
+            update_settings.applied(spark, update_settings.for_update(snapshot_state=due)), \
+            (importable(root_path) if root_path else nullcontext()):
         with timeline.span(UPDATE, "load pipeline files"):
-            files = pipeline_files(pipelines_dir)
-            graph = load_graph(spark, files)
+            sources = list(files) if files is not None else pipeline_files(pipelines_dir)
+            graph = load_graph(spark, sources)
+            if root_path:
+                by_value_under(root_path)
             # Pipeline parameters decide queries as settings do.
-            definition = schema_check.fingerprint(
-                {**settings.to_conf(), **settings.configuration}, files)
+            definition = schema_check.fingerprint({**settings_conf, **parameters}, sources)
         if rederive is not None:
             with timeline.span(UPDATE, "choose tables to re-derive"):
                 selection = RefreshSelection(rederive=tuple(
                     rederived_tables(spark, graph, lake, rederive)))
         return PipelineUpdate(spark, graph, lake, progress, timeline,
-                              definition=definition).run(selection)
+                              definition=definition, scope=scope).run(selection)
+
+
+def pipeline_configuration(settings: Settings | None, configuration: Mapping[str, str] | None
+                           ) -> tuple[dict[str, str], dict[str, str]]:
+    """The project's settings as Spark conf (`exactly_once.*`, none without conf/) and the
+    pipeline's parameters: conf/'s `configuration:` with `configuration` over it."""
+    if settings is None:
+        return {}, dict(configuration or {})
+    if configuration:
+        settings = replace(settings, configuration={**settings.configuration, **configuration})
+    return settings.to_conf(), dict(settings.configuration)
 
 
 def snapshot_due(spark: SparkSession, warehouse: Warehouse) -> bool:

@@ -30,6 +30,9 @@ from exactly_once.local.auto_cdc.from_snapshot.spec import NextSnapshot, Snapsho
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.auto_loader import hook as auto_loader
 from exactly_once.local.auto_loader.place import Placement
+from exactly_once.local.catalog.catalog import LocalCatalog
+from exactly_once.local.catalog.names import Namespace
+from exactly_once.local.catalog.scope import ReadScope
 from exactly_once.local.engine import pipeline_session
 from exactly_once.local.engine.sql_parser import quiet_query_context
 from exactly_once.local.execution import flows, schema_check, sinks, streams
@@ -71,10 +74,13 @@ class _FlowSetup:
 class PipelineUpdate:
     def __init__(self, spark: SparkSession, graph: PipelineGraph, warehouse: Warehouse,
                  progress: Progress | None = None, timeline: Timeline | None = None,
-                 definition: str | None = None):
+                 definition: str | None = None, scope: ReadScope | None = None):
         """`definition`: the fingerprint of what decides the flows' schemas
-        (schema_check.fingerprint); None checks them whatever the last update recorded."""
+        (schema_check.fingerprint); None checks them whatever the last update recorded.
+        `scope`: where the pipeline publishes and what names it reads resolve to (default: the
+        warehouse's own catalog, `main.default`)."""
         self.spark, self.graph = spark, graph
+        self.scope = scope or ReadScope(Namespace(), LocalCatalog(warehouse.catalog_root()))
         self.definition = definition
         # Holding each table's declared definition: where it is stored, whether it is
         # published, what Delta keeps of it (storage/table_definition.py).
@@ -114,6 +120,8 @@ class PipelineUpdate:
             for sink in plan.sinks if plan.restart_sinks else []:  # never cleared (refresh.py)
                 for flow in self.graph.flows_into(sink):
                     self.warehouse.reset_checkpoint(flow.name)
+        with timeline.span(UPDATE, "attach the catalog"):  # fixtures seeded, catalogs named
+            self.scope.catalog.attach(self.spark, self.scope.namespace)
         with timeline.span(UPDATE, "register tables"):
             # A run killed while creating a table left it without a version: created anew.
             self.warehouse.clear_half_created(tables)
@@ -134,6 +142,8 @@ class PipelineUpdate:
             if self.definition is not None and set(plan.update) == set(tables):
                 # Every table took this definition: the next update checks only a new one.
                 schema_check.record(self.warehouse, self.graph, self.definition)
+            with timeline.span(UPDATE, "publish tables"):  # as catalog.schema.name
+                self._publish(tables)
             with timeline.span(UPDATE, "publish views"):  # over the tables, now up to date
                 for view in self.graph.published_views():
                     self.warehouse.publish_view(self.spark, view.name, view.definition,
@@ -148,6 +158,15 @@ class PipelineUpdate:
                 event_log.append(self.spark, self.warehouse, self.result.flows, self.update_id,
                                  timeline)
         return self.result
+
+    def _publish(self, tables: list[str]) -> None:
+        """Each table the pipeline publishes (every one but its private ones), named in the
+        local catalog under the pipeline's catalog and schema."""
+        for name in tables:
+            if not self.warehouse.definition(name).private and self.warehouse.has_table(name):
+                self.scope.catalog.publish(
+                    self.scope.namespace.qualify((name,)),
+                    str(self.warehouse.table_path(name).resolve()))
 
     def _table_update(self, name: str) -> Future[None]:
         """The future of `name`'s update, started in a thread of its own on first request."""
@@ -195,14 +214,21 @@ class PipelineUpdate:
             stack.extend([*path, t] for t in self._waits_for.get(path[-1], ()))
         return []
 
-    def _resolve(self, name: str, streaming: bool) -> DataFrame | None:
-        """`name` as the flow being built on this thread reads it, in that flow's session."""
-        if name not in self.graph.outputs:
-            return None  # not ours: an ordinary catalog table
-        if self.graph.sink(name) is not None:
-            raise GraphError(f"`{name}` is a sink: the pipeline writes it, and cannot read it")
+    def _resolve(self, text: str, streaming: bool) -> DataFrame | None:
+        """`text` (a name of one to three parts) as the flow being built on this thread reads
+        it, in that flow's session."""
         setup: _FlowSetup | None = getattr(self._setup, "flow", None)
         session = pipeline_session.current(self.spark)
+        name = self.scope.dataset(text, self.graph.outputs)
+        if name is None:  # not ours: a table of the local catalog, or Spark's
+            try:
+                return self.scope.external(session, text, streaming,
+                                           dataset=setup.table if setup else None)
+            except DeclarationError as err:
+                raise err.in_file(self.graph.declared_in.get(setup.flow if setup else "")) \
+                    from None
+        if self.graph.sink(name) is not None:
+            raise GraphError(f"`{name}` is a sink: the pipeline writes it, and cannot read it")
         if self.graph.is_view(name):
             view_flow = self.graph.view_flow(name)
             df, observed = apply_expectations(self._view_query(view_flow, session),

@@ -93,6 +93,35 @@ def _module(path: Path) -> Iterator[types.ModuleType]:
             sys.modules[MODULE] = saved
 
 
+@contextmanager
+def importable(root: Path) -> Iterator[None]:
+    """Modules under `root` importable by pipeline code while the block runs, as a bundle
+    pipeline's `root_path` is on Databricks ("added to sys.path when executing Python sources
+    during pipeline execution"); each module imported from there travels to Python workers by
+    value, as the pipeline files' own functions do (no worker has `root` on its path)."""
+    folder = str(root.resolve())
+    before = set(sys.modules)
+    sys.path.insert(0, folder)
+    try:
+        yield
+    finally:
+        if folder in sys.path:
+            sys.path.remove(folder)
+        for name in set(sys.modules) - before:  # imported from `root`: forgotten, so the
+            module = sys.modules.get(name)       # next update imports an edited file anew
+            if module is not None and str(getattr(module, "__file__", "") or "").startswith(
+                    folder + "/"):
+                del sys.modules[name]
+
+
+def by_value_under(root: Path) -> None:
+    """Modules imported from `root` so far pickled by value (UDFs that call them)."""
+    folder = str(root.resolve()) + "/"
+    for module in list(sys.modules.values()):
+        if str(getattr(module, "__file__", "") or "").startswith(folder):
+            cloudpickle.register_pickle_by_value(module)
+
+
 def shown(path: Path) -> str:
     """`path` as the person typed it, relative to the working directory when under it."""
     try:

@@ -14,6 +14,8 @@
                                                         with (execution/schema_check.py)
     <warehouse>/_sinks/<tableName>/                     a delta sink by `tableName` (never reset)
     <warehouse>/_pipeline/locations.json                tables stored at a declared `path`
+    <warehouse>/_catalog/                               the local catalog of an update given
+                                                        none (local/catalog/): a local warehouse's
 
 This module is the one place that knows the layout, so the runtime, the event log and the quality
 tools cannot disagree about it; whether a Delta table exists at a path is `delta_log`'s to say.
@@ -41,6 +43,7 @@ from exactly_once.local.storage import delta_log, table_definition
 from exactly_once.local.storage.delta_log import is_delta_table
 from exactly_once.local.storage.files import StoragePath, location, remove_tree, write_atomic
 from exactly_once.local.storage.table_definition import TableDefinition
+from exactly_once.paths import LOCAL_DIR
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -49,6 +52,7 @@ if TYPE_CHECKING:
 PIPELINE_DIR = "_pipeline"
 EVENT_LOG_DIR = "event_log"
 SINKS_DIR = "_sinks"
+CATALOG_DIR = "_catalog"
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,14 @@ class Warehouse:
         # not the command's when it runs in the resident engine (cli/engine_server.py).
         if isinstance(self.root, Path) and not self.root.is_absolute():
             object.__setattr__(self, "root", self.root.absolute())
+
+    def catalog_root(self) -> Path:
+        """The local catalog of an update that is given none: the warehouse's own, so that
+        warehouses stay apart; a warehouse on an object store keeps it under LOCAL_DIR (the
+        catalog is local directories)."""
+        if isinstance(self.root, Path):
+            return self.root / CATALOG_DIR
+        return LOCAL_DIR / CATALOG_DIR.lstrip("_")
 
     def table_path(self, name: str) -> StoragePath:
         """Where table `name` is stored: its declared `path`, else `<warehouse>/<name>`."""

@@ -1,0 +1,187 @@
+"""The local catalog: Unity Catalog's three-level names over Delta tables on this machine.
+
+    <root>/<catalog>/<schema>/<table>/            a table the catalog holds (a Delta table), such
+                                                  as one seeded from a fixture file
+    <root>/<catalog>/<schema>/<table>/_location   a table a pipeline publishes: where it is
+                                                  stored (its warehouse, or its declared path)
+    <root>/<catalog>/<schema>/<table>/_fixture.sha256
+                                                  the hash of the fixture file it was seeded from
+    <root>/_volumes/<catalog>/<schema>/<volume>/  the files of /Volumes/<catalog>/<schema>/<volume>
+
+The directories are the catalog: any process that opens them sees the same tables (the CLI, a
+second run, a notebook, a pytest session), and a Delta table keeps its own schema, properties
+and comments, so a name and a location are all an entry holds. Spark resolves the names through
+the catalog plugin (engine/catalog_plugin.py, jvm/local-catalog/); this module writes entries.
+Why not a metastore: README, "Your own bundle".
+
+Tables the pipeline reads from outside come from the bundle's `fixtures/` folder: a file
+`<catalog>.<schema>.<table>.json|csv|parquet` holds the rows the table holds for the next
+update (fixtures.py); a changed file is seeded again before the update reads it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+
+from exactly_once.errors import CatalogError, MissingTableError
+from exactly_once.local.catalog import fixtures
+from exactly_once.local.catalog.names import Namespace, NameSyntaxError, TableName, split
+from exactly_once.local.engine import catalog_plugin
+
+LOCATION_FILE = "_location"  # as jvm/local-catalog reads it
+FIXTURE_HASH_FILE = "_fixture.sha256"
+VOLUMES_DIR = "_volumes"
+VOLUMES_PREFIX = "/Volumes/"
+
+
+@dataclass(frozen=True)
+class LocalCatalog:
+    root: Path
+    fixtures: Path | None = None  # the bundle's fixtures/ folder
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "root", Path(self.root).absolute())
+
+    # -- entries ----------------------------------------------------------------------------
+    def entry(self, table: TableName) -> Path:
+        return self.root / table.catalog / table.schema / table.name
+
+    def location(self, table: TableName) -> str | None:
+        """Where `table` is stored, or None when the catalog has no such table."""
+        entry = self.entry(table)
+        pointer = entry / LOCATION_FILE
+        if pointer.is_file():
+            return pointer.read_text().strip()
+        return str(entry) if (entry / "_delta_log").is_dir() else None
+
+    def catalogs(self) -> list[str]:
+        if not self.root.is_dir():
+            return []
+        return sorted(p.name for p in self.root.iterdir()
+                      if p.is_dir() and not p.name.startswith(("_", ".")))
+
+    def tables(self) -> list[TableName]:
+        """Every table of the catalog, in name order."""
+        found = []
+        for catalog in self.catalogs():
+            for schema in sorted(p for p in (self.root / catalog).iterdir() if p.is_dir()):
+                for entry in sorted(p for p in schema.iterdir() if p.is_dir()):
+                    table = TableName(catalog, schema.name, entry.name)
+                    if self.location(table) is not None:
+                        found.append(table)
+        return found
+
+    def publish(self, table: TableName, location: str) -> None:
+        """`table` names the table stored at `location` from now on (a pipeline's dataset)."""
+        entry = self.entry(table)
+        pointer = entry / LOCATION_FILE
+        if pointer.is_file() and pointer.read_text().strip() == location:
+            return
+        if (entry / "_delta_log").is_dir():
+            raise CatalogError(f"{table} is a table of the local catalog ({entry}"
+                               f"{self._supplied_by(table)}): a pipeline cannot publish a "
+                               f"dataset under its name")
+        entry.mkdir(parents=True, exist_ok=True)
+        temporary = entry / f".{LOCATION_FILE}.tmp"
+        temporary.write_text(location + "\n")
+        temporary.replace(pointer)  # atomic: a reader sees the old location or the new
+
+    # -- fixtures ---------------------------------------------------------------------------
+    def fixture_files(self) -> dict[TableName, Path]:
+        """The fixture files that supply a table: `<catalog>.<schema>.<table>.<ext>`."""
+        if self.fixtures is None or not self.fixtures.is_dir():
+            return {}
+        found: dict[TableName, Path] = {}
+        for path in sorted(self.fixtures.iterdir()):
+            if path.suffix.lower() not in fixtures.SUFFIXES or not path.is_file():
+                continue
+            parts = path.stem.split(".")
+            if len(parts) == 3 and all(parts):
+                table = TableName(*parts)
+                if table in found:
+                    raise CatalogError(f"{found[table].name} and {path.name} in {self.fixtures} "
+                                       f"both supply {table}: keep one")
+                found[table] = path
+        return found
+
+    def seed(self, spark: SparkSession) -> list[TableName]:
+        """Every fixture table whose file changed since it was seeded, written again (the
+        file's rows replace the table's); the tables written."""
+        written = []
+        for table, path in self.fixture_files().items():
+            entry = self.entry(table)
+            stamp = entry / FIXTURE_HASH_FILE
+            digest = fixtures.digest(path)
+            if stamp.is_file() and stamp.read_text().strip() == digest:
+                continue
+            if (entry / LOCATION_FILE).is_file():
+                raise CatalogError(f"{path} supplies {table}, which a pipeline publishes as its "
+                                   f"own dataset: rename the fixture or the dataset")
+            (fixtures.read_fixture(spark, path).write.format("delta").mode("overwrite")
+             .option("overwriteSchema", True).save(str(entry)))
+            stamp.write_text(digest + "\n")
+            written.append(table)
+        return written
+
+    def _supplied_by(self, table: TableName) -> str:
+        path = self.fixture_files().get(table)
+        return f", from {path}" if path else ""
+
+    # -- Spark --------------------------------------------------------------------------------
+    def attach(self, spark: SparkSession, namespace: Namespace | None = None,
+               seed: bool = True) -> None:
+        """Make the catalog the session's: fixtures seeded (unless `seed` is False: nothing is
+        written), each catalog name registered, the namespace's schema there to publish to."""
+        if seed:
+            self.root.mkdir(parents=True, exist_ok=True)
+            self.seed(spark)
+        names = set(self.catalogs()) | {t.catalog for t in self.fixture_files()}
+        if namespace is not None:
+            names.add(namespace.catalog)
+        catalog_plugin.register(spark, self.root, sorted(names))
+
+    def read(self, spark: SparkSession, table: TableName, streaming: bool) -> DataFrame | None:
+        """`table` as a flow reads it: by its location (a stream of a Delta table by path: Delta
+        cannot stream a table a non-session catalog loads by path); None when the catalog has
+        no such table. A fixture not seeded yet (dry-run writes nothing) is read from its file."""
+        location = self.location(table)
+        if location is None:
+            path = self.fixture_files().get(table)
+            if path is None or streaming:
+                return None
+            return fixtures.read_fixture(spark, path)
+        reader = spark.readStream if streaming else spark.read
+        return reader.format("delta").load(location)
+
+    def missing(self, text: str, table: TableName, dataset: str | None = None
+                ) -> MissingTableError:
+        """The error of a read of `table` (written `text`) that nothing supplies."""
+        where = self.fixtures or Path("fixtures")
+        return MissingTableError(
+            f"reads table `{text}` ({table}), which the pipeline does not define and the local "
+            f"catalog does not hold: supply it as {where / table.file_stem}.json (an array of "
+            f"row objects), .csv (with a header) or .parquet", dataset=dataset)
+
+    # -- volumes ----------------------------------------------------------------------------
+    def volume_path(self, path: str) -> str:
+        """`/Volumes/<catalog>/<schema>/<volume>/...` as the local directory that holds it; any
+        other path as it is."""
+        if not path.startswith(VOLUMES_PREFIX):
+            return path
+        parts = path[len(VOLUMES_PREFIX):].split("/")
+        if len(parts) < 3 or not all(parts[:3]):
+            raise CatalogError(f"{path}: a volume path is /Volumes/<catalog>/<schema>/<volume>/...")
+        return str(self.root.joinpath(VOLUMES_DIR, *parts))
+
+
+def parse(text: str, namespace: Namespace) -> TableName:
+    """The table `text` names in `namespace`; a malformed name is one line."""
+    try:
+        return namespace.qualify(split(text))
+    except NameSyntaxError as err:
+        raise CatalogError(str(err)) from None
+
+

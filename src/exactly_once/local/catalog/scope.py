@@ -1,0 +1,67 @@
+"""What a name read in pipeline code means: the pipeline's own dataset, a table of the local
+catalog, or one of Spark's own (a temporary view, a table of the session catalog).
+
+Databricks resolves a pipeline's reads against its default catalog and schema: `orders`,
+`sales.orders` and `main.sales.orders` are the pipeline's dataset `orders` when it publishes to
+`main.sales`; any other name is a table of the metastore. Locally that metastore is the local
+catalog (catalog.py), and a name nothing supplies is one line saying how to supply it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Container
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, SparkSession
+
+from exactly_once.local.catalog.catalog import LocalCatalog
+from exactly_once.local.catalog.names import Namespace, NameSyntaxError, split
+from exactly_once.local.engine import catalog_plugin
+
+
+@dataclass(frozen=True)
+class ReadScope:
+    namespace: Namespace
+    catalog: LocalCatalog
+
+    def dataset(self, text: str, datasets: Container[str]) -> str | None:
+        """The pipeline's dataset `text` names, or None when it names none."""
+        try:
+            parts = split(text)
+        except NameSyntaxError:
+            return None
+        if len(parts) == 1:
+            return parts[0] if parts[0] in datasets else None
+        if len(parts) > 3:
+            return None
+        name = self.namespace.own(self.namespace.qualify(parts))
+        return name if name is not None and name in datasets else None
+
+    def external(self, spark: SparkSession, text: str, streaming: bool,
+                 dataset: str | None = None) -> DataFrame | None:
+        """A read of a table the pipeline does not define: from the local catalog, or None for
+        Spark to resolve (a name of the session catalog, a temporary view); one line
+        (MissingTableError) when nothing supplies it."""
+        try:
+            parts = split(text)
+        except NameSyntaxError:
+            return None  # Spark's parser says what is wrong with it
+        if len(parts) == 3 and parts[0].lower() in catalog_plugin.SESSION_CATALOGS:
+            return None
+        if len(parts) > 3:
+            return None
+        table = self.namespace.qualify(parts)
+        df = self.catalog.read(spark, table, streaming)
+        if df is not None:
+            return df
+        if len(parts) < 3 and _spark_has(spark, text):
+            return None
+        raise self.catalog.missing(text, table, dataset)
+
+
+def _spark_has(spark: SparkSession, text: str) -> bool:
+    """Whether Spark's session resolves `text` (a temporary view, a session catalog table)."""
+    try:
+        return bool(spark.catalog.tableExists(text))
+    except Exception:  # noqa: BLE001 - a name Spark cannot even look up is not Spark's
+        return False
