@@ -142,10 +142,12 @@ class Resolver:
         if reference not in self._done:
             try:
                 self._done[reference] = self._value(reference, text, key, seen)
-            except _Kept:
+            except _Kept as kept:
                 if keep_deployed:
                     return f"${{{reference}}}"
-                raise
+                if seen:  # inside another reference: the outermost one's setting decides
+                    raise
+                raise kept.error from None
         value = self._done[reference]
         # A path is relative to the file where it is used, not where it is defined (the CLI).
         return _like(text, value) if isinstance(value, str) else value
@@ -163,11 +165,12 @@ class Resolver:
         return found.then(value) if found.then is not None else value
 
 
-class _Kept(BundleError):
-    """A reference known only once deployed: an error, unless the setting keeps it."""
+class _Kept(Exception):  # noqa: N818 - not an error until no setting keeps it
+    """A reference known only once deployed: `error`, unless the setting keeps it."""
 
     def __init__(self, error: BundleError):
         super().__init__(str(error))
+        self.error = error
 
 
 def _where(text: str) -> str:
