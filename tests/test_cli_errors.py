@@ -319,10 +319,12 @@ def test_a_change_the_tables_cannot_take(tmp_path, monkeypatch, no_spark, capsys
 def test_every_error_class_has_a_test_above():
     # The broker faults' errors come out of minutes-long updates against a broker a test kills
     # or lets retention empty, and the declaration errors and Auto Loader's stop each want a
-    # pipeline of their own:
+    # pipeline of their own, and a bundle's errors (test_bundle_reader, until the CLI reads
+    # bundles):
     # those tests live in their own modules and register here.
     import test_auto_loader  # noqa: F401
     import test_broker_faults  # noqa: F401
+    import test_bundle_reader  # noqa: F401
     import test_declaration_errors  # noqa: F401
 
     def subclasses(cls: type) -> set[type]:

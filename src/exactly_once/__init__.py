@@ -9,7 +9,8 @@ wings do the same, `local.WINGS`):
     local                         the local runtime
     transforms                    bronze / silver / gold logic, what the pipeline files call
     kafka, exports                Kafka tooling; daily export files
-    settings, table_properties    conf/, read in one place; the table properties the runtime reads
+    settings, table_properties,   conf/, read in one place; the table properties the runtime reads;
+      bundle                      a Databricks Asset Bundle, read as the Databricks CLI reads it
     errors, paths
 
 Nothing is imported here.
@@ -22,6 +23,6 @@ LAYERS = (
     ("local",),
     ("transforms",),
     ("kafka", "exports"),
-    ("settings", "table_properties"),
+    ("settings", "table_properties", "bundle"),
     ("errors", "paths"),
 )

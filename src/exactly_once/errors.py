@@ -24,6 +24,17 @@ class CliError(ExactlyOnceError):
     """A command cannot start: a missing input file, an unreachable broker, no warehouse yet."""
 
 
+class BundleError(ExactlyOnceError):
+    """A Databricks Asset Bundle cannot be read as the Databricks CLI reads it, or asks for
+    something with no local meaning the runtime would need (a `lookup` variable, a workspace
+    path): no `databricks.yml`, invalid YAML, an unknown target or pipeline key, a `${...}`
+    reference that does not resolve or goes round in a cycle, a library path or glob that
+    matches nothing, a notebook cell in another language. One line, starting with the file
+    (and line, where known) and the key it is about:
+    `resources/etl.pipeline.yml:7: resources.pipelines.etl.catalog: reference does not exist:
+    ${var.catalog}`."""
+
+
 # -- Kafka tooling -------------------------------------------------------------------------------
 class BrokerError(ExactlyOnceError):
     """The local broker could not be started, reached or configured."""
