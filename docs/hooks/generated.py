@@ -42,7 +42,8 @@ def cli_reference() -> str:
     from exactly_once.cli import build_parser
 
     parser = build_parser()
-    sections = [_arguments_table(parser, [a for a in parser._actions
+    sections = ["Before the command, every command takes:",
+                _arguments_table(parser, [a for a in parser._actions
                                           if not isinstance(a, argparse._SubParsersAction)])]
     for name, sub, summary in _subcommands(parser):
         sections.append(_command(f"exactly-once {name}", sub, summary, level=2))
@@ -77,6 +78,8 @@ def _arguments_table(parser: argparse.ArgumentParser, actions: list[argparse.Act
             continue
         invocation = formatter._format_action_invocation(action)
         text = formatter._expand_help(action) if action.help else ""
+        if not text and action.choices:
+            text = "one of: " + ", ".join(f"`{choice}`" for choice in action.choices)
         if (action.default not in (None, False, argparse.SUPPRESS) and action.option_strings
                 and "default" not in text and "%(default)" not in (action.help or "")):
             text = f"{text} (default: {action.default})".strip()
