@@ -11,7 +11,7 @@ HADOOP_DEFAULTS_JAR := .cache/jvm/exactly-once-hadoop-defaults.jar
 PYTHON ?= python3
 MVN    := mvn -q -B -Dmaven.repo.local=$(CURDIR)/$(M2)
 
-.PHONY: setup test-setup jars demo test lint broker-start broker-stop clean s3a-jars s3-server \
+.PHONY: setup test-setup jars demo test lint docs broker-start broker-stop clean s3a-jars s3-server \
         s3-start s3-stop cluster-start cluster-stop
 
 # What the pipeline needs; the tests also need the Databricks CLI, dbx's own env and Chromium.
@@ -102,8 +102,15 @@ test:
 # Only the venv: in `make test` lint then runs beside the class archive's training (a
 # minute), not after it.
 lint: $(VENV)/.installed
-	$(BIN)/ruff check src tests pipelines
+	$(BIN)/ruff check src tests pipelines docs/hooks
 	$(BIN)/mypy
+
+# The documentation site (mkdocs.yml) into site/, in strict mode: a broken link, a missing page or
+# a page left out of the nav fails it. The CLI reference and the import layers are generated from
+# the code as it builds (docs/hooks/generated.py). The suite builds it the same way (test_docs.py).
+# Not --quiet: it hides the warnings, and strict mode then has none to fail on.
+docs: $(VENV)/.installed
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 broker-start: setup
 	$(BIN)/exactly-once broker start

@@ -1,6 +1,6 @@
 """An independent judge of the event contract: is a Kafka record valid, and what does it say?
 
-Written from the published contract (conf/<topic>.schema.json and README "The event contract"),
+Written from the published contract (conf/<topic>.schema.json and docs/contract.md),
 never from the Spark code: strict JSON decoding in Python, the JSON Schema evaluated by the
 `jsonschema` library with `date-time` format checking, and the two checks a schema cannot
 express (the Kafka key is the entity ID; occurred_at is at most max_clock_skew after the

@@ -3,7 +3,7 @@ two event kinds (`order`, `grant`), the record that carries one to a topic (`Eve
 that dates them (`Clock`, `iso`), and the log a list of runs makes (`as_logged`,
 `kafka_records`).
 
-A payload is a dict in the contract's field order (README, "The event contract"), so the same
+A payload is a dict in the contract's field order (docs/contract.md), so the same
 event serialises (`json.dumps`) to the same bytes wherever a test builds it: silver drops a
 copy as a redelivery only if its bytes are the same.
 """

@@ -32,7 +32,7 @@ class Delivered:
 
 # conf/base.yml: topics.player_rewards.max_event_age
 MAX_EVENT_AGE = timedelta(days=30)
-# Optional fields a contract gains (README, "The event contract"): field -> the Python type of
+# Optional fields a contract gains (docs/contract.md): field -> the Python type of
 # its JSON value (str for a JSON string). Absent or null is allowed; any other value is not.
 Extra = Mapping[str, type]
 NO_EXTRA: Extra = MappingProxyType({})
@@ -41,9 +41,9 @@ Rule = Callable[[dict], bool]
 
 
 class Contract(Mapping[str, type]):
-    """A contract changed from the README's: the optional fields it gained (as `Extra`, which
-    it can stand for) and `rules` by name, each replacing the README's rule of that name
-    (`non_negative_amount`) or added to them (README, "How the contract changes")."""
+    """A contract changed from docs/contract.md's: the optional fields it gained (as `Extra`, which
+    it can stand for) and `rules` by name, each replacing the page's rule of that name
+    (`non_negative_amount`) or added to them (docs/contract-changes.md)."""
 
     def __init__(self, fields: Extra = NO_EXTRA, rules: Mapping[str, Rule] = MappingProxyType({})):
         self.fields, self.rules = fields, rules
@@ -82,7 +82,7 @@ def _decimal(value) -> Decimal | None:
 
 def valid_event(record: Delivered, entity: str, extra: Extra = NO_EXTRA) -> dict | None:
     """The event if the record honours the contract, else None (it belongs in quarantine).
-    `extra`: optional fields the contract has beyond the README's tables."""
+    `extra`: optional fields the contract has beyond docs/contract.md's tables."""
     try:
         event = json.loads(record.payload or "")
     except json.JSONDecodeError:
@@ -115,7 +115,7 @@ def _non_negative_amount(event: dict) -> bool:
     return amount is None or amount >= 0
 
 
-# The README's rules of `orders` a changed contract may replace (Contract.rules), by name.
+# docs/contract.md's rules of `orders` a changed contract may replace (Contract.rules), by name.
 ORDER_RULES: Mapping[str, Rule] = MappingProxyType({"non_negative_amount": _non_negative_amount})
 
 
@@ -153,8 +153,8 @@ def expected_tables(records: list[Delivered], topics: dict[str, str]) -> Expecte
 
 # --- The rest of the contract: history, ledger, silver's watermark, quarantine ------------------
 #
-# Used by tests/test_properties.py (docs/testing.md). Every function takes the deliveries in the
-# order Kafka stored them (offsets increase per topic) and knows nothing of Spark.
+# Used by tests/test_properties.py (docs/reference-model.md). Every function takes the
+# deliveries in the order Kafka stored them (offsets increase per topic) and knows nothing of Spark.
 
 # (sequence, event_id): the pipeline's `struct(sequence, event_id)`. Ties on sequence go to the
 # higher event_id, the same for every redelivery, so where an event is redelivered never matters.
@@ -309,7 +309,8 @@ def silver_deliveries(records: list[Delivered], topic: str, entity: str,
     `withWatermark(ingested_at, delay)` + `dropDuplicatesWithinWatermark` on (event_id, value's
     digest[, arrived_late]): the watermark follows when bronze ingested a record, so no valid
     delivery is ever behind it, and a copy of one already kept is dropped. That holds while
-    every copy arrives within the delay of the first (true of any test run; docs/testing.md).
+    every copy arrives within the delay of the first (true of any test run:
+    docs/reference-model.md).
     `max_age`: the topic's max_event_age, None when silver marks no lateness.
     """
     return {(event["event_id"], record.payload,

@@ -124,8 +124,9 @@ def test_a_broker_killed_mid_update_ends_it_in_one_line_and_the_next_run_complet
 def test_the_configured_timeouts_keep_the_bound():
     """What the killed run above would wait with conf/base.yml's settings (it waits with
     SHORT_TIMEOUTS, through the same settings, so that they reach the Kafka source is tested
-    there): the longer of the driver's offset look-ups and a task's read, with what README and
-    the settings' comments promise (about 63 s) and room for the rest of the failing update."""
+    there): the longer of the driver's offset look-ups and a task's read, with what
+    docs/guarantees.md and the settings' comments promise (about 63 s) and room for the rest
+    of the failing update."""
     kafka = load_settings("local").kafka
     driver = kafka.fetch_offset_retries * (kafka.default_api_timeout_ms + 1000) / 1000
     task = (kafka.poll_timeout_ms + kafka.default_api_timeout_ms) / 1000

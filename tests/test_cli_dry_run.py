@@ -4,12 +4,13 @@ mistake a pipeline file can make is one line naming its file and dataset, and ex
 from __future__ import annotations
 
 import json
+import re
 from textwrap import dedent
 
 import pytest
 
 from exactly_once import cli
-from exactly_once.paths import PIPELINES_DIR
+from exactly_once.paths import PIPELINES_DIR, PROJECT_ROOT
 from exactly_once.services.processes import free_port
 
 ERROR = "exactly-once: error: "
@@ -254,6 +255,15 @@ def test_graph_as_mermaid_and_dot(in_session, tmp_path, capsys):
     assert cli.main(["graph", "--pipelines", str(root), "--format", "dot"]) == 0
     assert '"changes" -> "totals" [label="totals: materialized view", style=dashed];' in \
         capsys.readouterr().out
+
+
+def test_the_project_graph_the_docs_show_is_what_graph_prints(in_session, capsys):
+    """docs/pipeline.md shows the project's graph as `exactly-once graph` prints it."""
+    page = (PROJECT_ROOT / "docs" / "pipeline.md").read_text()
+    shown = re.search(r"^```mermaid\n(.*?)^```", page, re.S | re.M)
+    assert shown, "docs/pipeline.md has no mermaid graph"
+    assert cli.main(["graph"]) == 0
+    assert capsys.readouterr().out == shown.group(1)
 
 
 def test_graph_of_a_broken_pipeline_is_its_problems(in_session, tmp_path, capsys):

@@ -1,5 +1,5 @@
 """The contract evolves (issue 52): a field added to `topics.<topic>.schema` takes effect on the
-next update, with no full refresh and no checkpoint reset (README, "The event contract").
+next update, with no full refresh and no checkpoint reset (docs/contract-changes.md).
 
 Each test runs the real pipeline through the CLI (`exactly-once run`, in this process's Spark
 session) on kcat dumps, the contract changed for one run with `--set`, and compares every table

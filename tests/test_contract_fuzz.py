@@ -10,7 +10,7 @@ reason and not in silver. Never both, never neither.
 
 All records of a test go through ONE pipeline update (a Spark update costs far more than a
 record), so "examples" here are records: CI runs EXAMPLES of them, derandomized, so always the
-same ones. EXACTLY_ONCE_CONTRACT_EXAMPLES=N runs N and makes them random (docs/testing.md).
+same ones. EXACTLY_ONCE_CONTRACT_EXAMPLES=N runs N and makes them random (docs/reference-model.md).
 """
 
 from __future__ import annotations
@@ -446,7 +446,7 @@ def check(records: list[Record], offsets: list[int], silver: dict[str, dict],
     `deduplicated`: silver is the streaming table, which keeps one delivery of each record
     (same event_id, same bytes, and on a topic with `max_event_age` the same lateness) and drops
     the others as redeliveries; they are in neither table. Nothing valid is dropped for its age
-    (silver's watermark follows ingestion time, README).
+    (silver's watermark follows ingestion time, docs/guarantees.md).
     """
     validators = {t: validator(t) for t in TOPICS}
     problems, seen, deliveries = [], {}, {}

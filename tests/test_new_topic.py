@@ -1,5 +1,5 @@
-"""A new topic (issue 52, item 6; README "Adding a topic"): `exactly-once add-topic` adds a third
-topic to a copy of the project (conf/, pipeline files, published JSON Schema, bundle
+"""A new topic (issue 52, item 6; docs/contract-changes.md): `exactly-once add-topic` adds a
+third topic to a copy of the project (conf/, pipeline files, published JSON Schema, bundle
 configuration) and one update of that copy's pipeline takes its records from bronze to gold,
 the other topics going on as before. Gold is compared with the reference model.
 

@@ -52,8 +52,21 @@ def test_the_quality_extra_brings_great_expectations():
     quality = {_name(r) for r in PYPROJECT["optional-dependencies"]["quality"]}
     assert {"great-expectations", "pandas"} <= quality
     dev = PYPROJECT["optional-dependencies"]["dev"]
-    assert "exactly-once-lakehouse[local,quality]" in dev and any(
-        _name(r) == "mypy" for r in dev)
+    assert {"local", "quality"} <= _dev_extras() and any(_name(r) == "mypy" for r in dev)
+
+
+def _dev_extras() -> set[str]:
+    """The project's own extras that `dev` (what `make setup` installs) includes."""
+    return {extra for r in PYPROJECT["optional-dependencies"]["dev"]
+            if _name(r) == DISTRIBUTION for extra in Requirement(r).extras}
+
+
+def test_the_docs_extra_brings_the_site_generator_pinned_and_dev_includes_it():
+    """`make test` installs `dev`, and the suite builds the site (test_docs.py)."""
+    docs = [Requirement(r) for r in PYPROJECT["optional-dependencies"]["docs"]]
+    assert {r.name for r in docs} == {"mkdocs", "mkdocs-material"}
+    assert all(str(r.specifier).startswith("==") for r in docs), docs
+    assert "docs" in _dev_extras()
 
 
 def _imports(path: Path) -> set[str]:

@@ -8,7 +8,7 @@ six ways: one update per run (every table checked against tests/reference.py), (
 (b) through a real broker in micro-batches of a few offsets over the runs' updates, (c) with a
 full refresh before the last update, (d) with one AUTO CDC checkpoint deleted before it, and
 (e) shifted 120 days into the past (the pipeline's clock months ahead of the log). The gold
-tables must be identical in all of them and equal to the model. docs/testing.md has details.
+tables must be identical in all of them and equal to the model. docs/reference-model.md has details.
 
 Every Hypothesis example is ONE log: the hand-written stream `RICH` plus generated streams, each
 under key prefixes of its own (`batches` says why that checks each of them). CI runs one

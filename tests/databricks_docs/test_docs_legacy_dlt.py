@@ -45,8 +45,9 @@ def test_a_legacy_dlt_pipeline_runs_as_its_pyspark_pipelines_twin(spark, setting
         def users():
           return dlt.read_stream("users_raw")
 
-        # The runtime's one addition (README, AUTO CDC: an SCD1 table over the changes an SCD2
-        # table keeps whole must keep its tombstones too, or dry-run refuses the pair).
+        # The runtime's one addition (docs/guarantees.md, AUTO CDC: an SCD1 table over the
+        # changes an SCD2 table keeps whole must keep its tombstones too, or dry-run refuses
+        # the pair).
         dlt.create_streaming_table("users_current", table_properties={{
           "pipelines.cdc.tombstoneGCThresholdInSeconds": "{KEPT}"}})
         dlt.apply_changes(

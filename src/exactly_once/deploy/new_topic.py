@@ -1,6 +1,6 @@
-"""A new topic of the contract, added in one step (`exactly-once add-topic`, README "Adding a
-topic"): its settings in conf/base.yml, its pipeline files (the parse, silver, and a gold table
-of each key's current state, SCD1, as `orders` has them), the bundle's variable of
+"""A new topic of the contract, added in one step (`exactly-once add-topic`, item 6 of
+docs/contract-changes.md): its settings in conf/base.yml, its pipeline files (the parse, silver,
+and a gold table of each key's current state, SCD1, as `orders` has them), the bundle's variable of
 its watermark delay in databricks.yml; `exactly-once add-topic` then regenerates its published
 contract (conf/<kafka topic>.schema.json) and the bundle's configuration as
 `make bundle-config` does. Bronze subscribes to every topic of conf/ and the quarantine takes

@@ -13,7 +13,7 @@ says whether the records are in the topic already:
   batch id + 1, visible only once the transaction commits, and read back with `committed()`
   (librdkafka asks the coordinator for stable offsets, so a commit still being written waits).
 
-The boundary, as README.md's "Sinks" states it: a consumer sees each row once when it reads
+The boundary, as docs/sinks.md states it: a consumer sees each row once when it reads
 `read_committed` (Kafka's default is `read_uncommitted`, which also delivers the records of a
 transaction a crash left aborted); and a batch replayed after its marker expired (the broker's
 `offsets.retention.minutes`, 7 days by default, counted from the marker's commit) is sent again.

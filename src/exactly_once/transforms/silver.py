@@ -70,7 +70,7 @@ ARRIVED_LATE = "arrived_late"
 # The fields of an event the contract does not name (yet: producers deploy first), kept aside
 # as a JSON object, as Auto Loader keeps `_rescued_data`; NULL when there are none. The event is
 # valid without them, and nothing is lost: `exactly-once rederive` re-derives them from bronze
-# once the contract names them (README, "How the contract changes").
+# once the contract names them (docs/contract-changes.md).
 RESCUED_FIELDS = "rescued_fields"
 # What silver keeps next to an event that is not the event itself: gold leaves it out.
 SILVER_ONLY = [*LINEAGE, RESCUED_FIELDS]

@@ -139,7 +139,7 @@ def build_session(warehouse: Path | str, app_name: str = "exactly-once",
         # An availableNow update ends with its data: no extra batch only to move a watermark.
         # Silver's dedup state then expires with the next batch that has data instead of
         # right away, so a redelivery arriving in between is dropped by silver rather than by
-        # gold's guards: gold is the same either way (README, "What the guarantees are").
+        # gold's guards: gold is the same either way (docs/guarantees.md).
         .config("spark.sql.streaming.noDataMicroBatches.enabled", "false")
         .config("spark.databricks.delta.properties.defaults.checkpointInterval", "50")
     )
