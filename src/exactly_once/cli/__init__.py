@@ -31,6 +31,7 @@ from exactly_once.cli import (
     add_topic,
     broker,
     cluster,
+    common,
     dry_run,
     engine,
     engine_client,
@@ -53,7 +54,7 @@ COMMANDS = (broker, cluster, engine, produce, generate, export_players, run, red
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="exactly-once", description=__doc__.split("\n")[0])
-    parser.add_argument("--target", default="local", help="settings target in conf/targets")
+    common.bundle_options(parser)
     subparsers = parser.add_subparsers(dest="command", required=True)
     for module in COMMANDS:
         module.add_parser(subparsers)

@@ -24,7 +24,7 @@ def handle(args: argparse.Namespace) -> int:
     if args.action == "start":
         info = broker.start(port=args.port, home=args.home)
         print(f"Kafka broker running at {info.bootstrap} (pid {info.pid}, log {info.log_file})")
-        common.ensure_topics(load_settings(args.target, overrides={
+        common.ensure_topics(load_settings(common.conf_target(args), overrides={
             "exactly_once.kafka.bootstrap_servers": info.bootstrap}))
     elif args.action == "stop":
         print("Kafka broker stopped" if broker.stop(home=args.home) else "no broker was running")

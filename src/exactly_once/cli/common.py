@@ -11,11 +11,11 @@ import tempfile
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from exactly_once.errors import CliError, SettingsError
 from exactly_once.kafka.kcat import kcat_dump_files
-from exactly_once.paths import DEFAULT_WAREHOUSE, PIPELINES_DIR, SPARK_LOG, pipeline_files
+from exactly_once.paths import SPARK_LOG, pipeline_files
 from exactly_once.settings import configuration
 from exactly_once.settings.engine import EngineSettings, load_engine
 from exactly_once.settings.pipeline import (
@@ -29,8 +29,10 @@ from exactly_once.settings.pipeline import (
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from exactly_once.bundle import Bundle
     from exactly_once.local.graph.dry_run import Analysis
     from exactly_once.local.storage.files import StoragePath
+    from exactly_once.workspace.pipelines import LocalPipeline
 
 # Partitions per topic when the CLI creates them: more than one, so ordering across partitions
 # is exercised as in production.
@@ -49,16 +51,111 @@ def command(subparsers: argparse._SubParsersAction, name: str, handler: Handler,
     return parser
 
 
-# -- settings and the broker -------------------------------------------------------------------
-def settings_of(args: argparse.Namespace) -> Settings:
+# -- the bundle, its pipeline and their settings ------------------------------------------------
+def conf_target(args: argparse.Namespace) -> str:
+    """conf/'s target: the one named (`--target`), else `local`."""
+    return getattr(args, "target", None) or "local"
+
+
+def bundle_of(args: argparse.Namespace) -> Bundle:
+    """The bundle of `--bundle` (default: the current folder or the nearest above it with a
+    databricks.yml) for `--target` (default: its default target), with `--var` values."""
+    from exactly_once.workspace.pipelines import open_bundle
+
+    if "_bundle" not in vars(args):  # read once per command
+        args._bundle = open_bundle(
+            getattr(args, "bundle", None), getattr(args, "target", None),
+            dict(_variable(v) for v in getattr(args, "variables", None) or []))
+    return args._bundle
+
+
+def _variable(text: str) -> tuple[str, str]:
+    name, equals, value = text.partition("=")
+    if not equals or not name.strip():
+        raise CliError(f"--var {text!r}: expected NAME=VALUE")
+    return name.strip(), value
+
+
+def conf_dir_of(args: argparse.Namespace) -> Path | None:
+    """The bundle's conf/ (this project's settings), or None when it carries none."""
+    from exactly_once.workspace.pipelines import conf_dir
+
+    return conf_dir(bundle_of(args).root)
+
+
+def pipeline_of(args: argparse.Namespace, key: str | None = None) -> LocalPipeline:
+    """The bundle's pipeline this command runs (`KEY` or `--pipeline`; none: the only one),
+    with conf/'s settings where the bundle has conf/, `--pipelines DIR` files instead of its
+    libraries, and `--warehouse` when given."""
+    from exactly_once.workspace.pipelines import conf_dir, local_pipeline
+
+    bundle = bundle_of(args)
+    folder = conf_dir(bundle.root)
+    if folder is None:
+        _without_conf(args)
+    settings = settings_of(args, folder) if folder is not None else None
+    pipelines = getattr(args, "pipelines", None)
+    files = None
+    if pipelines is not None:
+        files = tuple(pipeline_files(pipelines)) if pipelines.is_dir() else ()
+        if not files:
+            raise CliError(f"no pipeline files (*.py, *.sql) in {pipelines}")
+    warehouse = getattr(args, "warehouse", None)
+    return local_pipeline(bundle, key or getattr(args, "pipeline", None), settings=settings,
+                          warehouse=None if warehouse is None else warehouse_of(args),
+                          files=files)
+
+
+def _without_conf(args: argparse.Namespace) -> None:
+    """A bundle without conf/ has none of this project's settings to set or override."""
+    for flag, given in (("--set", getattr(args, "overrides", None)),
+                        ("--source", getattr(args, "source", None)),
+                        ("--bootstrap-servers", getattr(args, "bootstrap_servers", None))):
+        if given:
+            raise CliError(f"{flag}: this bundle has no conf/ (the exactly-once project's "
+                           f"Kafka and topic settings) to apply it to")
+
+
+def configuration_of(args: argparse.Namespace, pipeline: LocalPipeline) -> dict[str, str]:
+    """The pipeline's configuration for this command: its resource's, with `--conf` over it."""
+    return {**pipeline.configuration, **configuration.assignments(getattr(args, "conf", []))}
+
+
+def not_local(pipeline: LocalPipeline) -> list[str]:
+    """What the bundle says that has no meaning on this machine, a line per setting: shown by
+    `dry-run`, never silently dropped."""
+    def shown(value: object) -> str:
+        text = value if isinstance(value, str) else repr(value)
+        return text if len(text) <= 60 else text[:57] + "..."
+
+    lines = [f"  pipeline {pipeline.key}: {key}: {shown(value)}"
+             for key, value in pipeline.no_local_meaning.items()]
+    lines += [f"  bundle: {key}: {shown(value)}"
+              for key, value in pipeline.bundle.ignored.items()]
+    if not lines:
+        return []
+    return ["not applied locally (a workspace's settings: compute, permissions, deployment):",
+            *lines]
+
+
+def run_arguments(args: argparse.Namespace, pipeline: LocalPipeline) -> dict[str, Any]:
+    """What run_pipeline takes of the bundle's pipeline for this command."""
+    return {**pipeline.run_arguments(), "configuration": configuration_of(args, pipeline)}
+
+
+def settings_of(args: argparse.Namespace, conf_dir: Path | None = None) -> Settings:
     """conf/ for `--target`, with this command's `--set`, `--bootstrap-servers`, `--source`,
     and its `--conf` over conf/'s pipeline configuration."""
-    overrides = setting_overrides(getattr(args, "overrides", []), args.target)
+    from exactly_once.paths import CONF_DIR
+
+    conf_dir = conf_dir or CONF_DIR
+    target = conf_target(args)
+    overrides = setting_overrides(getattr(args, "overrides", []), target, conf_dir)
     if getattr(args, "bootstrap_servers", None):
         overrides["exactly_once.kafka.bootstrap_servers"] = args.bootstrap_servers
     if getattr(args, "source", None):
         overrides["exactly_once.source"] = args.source
-    settings = load_settings(args.target, overrides=overrides)
+    settings = load_settings(target, conf_dir=conf_dir, overrides=overrides)
     if not getattr(args, "conf", None):
         return settings
     return dataclasses.replace(settings, configuration={
@@ -66,16 +163,24 @@ def settings_of(args: argparse.Namespace) -> Settings:
 
 
 def engine_of(args: argparse.Namespace) -> EngineSettings:
-    """`engine:` of conf/ for `--target`, with this command's `--master`."""
-    return load_engine(args.target, master=getattr(args, "master", None))
+    """`engine:` of conf/ for `--target`, with this command's `--master`; a bundle without
+    conf/ runs on the defaults (local[2])."""
+    master = getattr(args, "master", None)
+    folder = conf_dir_of(args)
+    if folder is None:
+        return dataclasses.replace(EngineSettings(), **({"master": master} if master else {}))
+    return load_engine(conf_target(args), folder, master=master)
 
 
 def warehouse_of(args: argparse.Namespace) -> StoragePath:
     """`--warehouse` as the runtime reads it: a local directory, or `s3a://bucket/prefix`
-    reached with the target's `engine.object_store` settings."""
+    reached with the target's `engine.object_store` settings; without one, the bundle
+    pipeline's own (under the bundle's .local/)."""
     from exactly_once.local.storage import files
 
     files.use_object_store(engine_of(args).object_store)
+    if getattr(args, "warehouse", None) is None:
+        return files.location(str(pipeline_of(args).warehouse))
     return files.location(args.warehouse)
 
 
@@ -97,17 +202,19 @@ def require_broker(bootstrap: str) -> None:
     admin.require_reachable(bootstrap)
 
 
-def update_inputs(args: argparse.Namespace) -> tuple[Settings, StoragePath]:
-    """What an update (`run`, `rederive`) runs with: the settings with `--source` resolved, and
-    the warehouse; a bad `--master`, or a broker that does not answer, is one line before
-    anything starts."""
-    settings = settings_of(args)
-    settings = dataclasses.replace(settings, source=resolve_source(settings.source))
+def update_inputs(args: argparse.Namespace) -> tuple[LocalPipeline, StoragePath]:
+    """What an update (`run`, `rederive`) runs: the bundle's pipeline, its settings with
+    `--source` resolved, and the warehouse; a bad `--master`, or a broker that does not answer,
+    is one line before anything starts."""
+    pipeline = pipeline_of(args)
+    if pipeline.settings is not None:
+        pipeline = dataclasses.replace(pipeline, settings=dataclasses.replace(
+            pipeline.settings, source=resolve_source(pipeline.settings.source)))
     warehouse = warehouse_of(args)
     engine_of(args)
-    if settings.source == "kafka":
-        require_broker(settings.kafka.bootstrap_servers)
-    return settings, warehouse
+    if pipeline.settings is not None and pipeline.settings.source == "kafka":
+        require_broker(pipeline.settings.kafka.bootstrap_servers)
+    return pipeline, warehouse
 
 
 def ensure_topics(settings: Settings) -> None:
@@ -118,20 +225,21 @@ def ensure_topics(settings: Settings) -> None:
 
 
 def analyze_pipelines(args: argparse.Namespace) -> Analysis:
-    """The pipeline files of `--pipelines` loaded and analyzed (dry_run.py) in a session of
-    their own, with no warehouse: nothing is read or written."""
+    """The bundle pipeline's files (or `--pipelines`') loaded and analyzed (dry_run.py) in a
+    session of their own, with no warehouse: nothing is read or written."""
     from exactly_once.local.engine import session
     from exactly_once.local.graph.dry_run import analyze
 
-    settings = settings_of(args)
-    settings = dataclasses.replace(settings, source=resolve_source(settings.source))
-    files = pipeline_files(args.pipelines) if args.pipelines.is_dir() else []
-    if not files:
-        raise CliError(f"no pipeline files (*.py, *.sql) in {args.pipelines}")
+    pipeline = pipeline_of(args)
+    settings = pipeline.settings
+    if settings is not None:
+        settings = dataclasses.replace(settings, source=resolve_source(settings.source))
     with tempfile.TemporaryDirectory(prefix="exactly-once-") as scratch:
         spark = session.build_session(Path(scratch), log_level="OFF", jvm_log=SPARK_LOG)
         try:
-            return analyze(spark, settings, files)
+            return analyze(spark, settings, pipeline.files, scope=pipeline.scope,
+                           configuration=configuration_of(args, pipeline),
+                           root_path=pipeline.root_path)
         finally:
             spark.stop()
 
@@ -144,20 +252,48 @@ def print_problems(analysis: Analysis) -> int:
 
 
 # -- shared arguments ----------------------------------------------------------------------------
-def add_warehouse(parser: argparse.ArgumentParser, default: Path | None = DEFAULT_WAREHOUSE,
-                  help: str | None = None, object_store: bool = False) -> None:
+def add_warehouse(parser: argparse.ArgumentParser, help: str | None = None,
+                  object_store: bool = False) -> None:
     """`--warehouse`; with `object_store`, also `s3a://bucket/prefix` (read it with
-    `warehouse_of`)."""
-    parser.add_argument("--warehouse", type=str if object_store else Path, default=default,
+    `warehouse_of`). Without it, the bundle pipeline's own warehouse."""
+    default = "the pipeline's, under the bundle's .local/"
+    parser.add_argument("--warehouse", type=str if object_store else Path, default=None,
                         help=help or (f"the warehouse: a directory, or s3a://BUCKET/PREFIX on an "
-                                      f"object store (default: {DEFAULT_WAREHOUSE})"
+                                      f"object store (default: {default})"
                                       if object_store else
-                                      f"the local warehouse (default: {DEFAULT_WAREHOUSE})"))
+                                      f"the local warehouse (default: {default})"))
+
+
+def add_bundle(parser: argparse.ArgumentParser, key: str = "option") -> None:
+    """Which bundle and pipeline: `--bundle DIR`, `--var NAME=VALUE`, `--target` (also before
+    the command), and the pipeline's key: a positional `KEY` (`key="positional"`, as
+    `databricks pipelines run [KEY]`) or `--pipeline KEY`."""
+    if key == "positional":
+        parser.add_argument("pipeline", nargs="?", metavar="KEY", help="the bundle's pipeline "
+                            "(resources.pipelines.KEY); optional when it has one")
+    else:
+        parser.add_argument("--pipeline", metavar="KEY", help="the bundle's pipeline "
+                            "(resources.pipelines.KEY); optional when it has one")
+    bundle_options(parser, argparse.SUPPRESS)
+
+
+def bundle_options(parser: argparse.ArgumentParser, default: object = None) -> None:
+    """`--bundle`, `--target`, `--var`: on the main parser, and on each pipeline command with
+    SUPPRESS defaults, so that a value given after the command is kept and one given before
+    is not overwritten."""
+    parser.add_argument("--bundle", type=Path, metavar="DIR", default=default,
+                        help="the bundle's folder (default: the current folder, or the "
+                        "nearest one above it with a databricks.yml)")
+    parser.add_argument("--target", "-t", default=default,
+                        help="the bundle's target (default: its `default: true` one) and "
+                        "conf/'s settings target (default: local)")
+    parser.add_argument("--var", dest="variables", action="append", metavar="NAME=VALUE",
+                        default=default, help="a bundle variable's value, repeatable")
 
 
 def add_pipelines(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--pipelines", type=Path, default=PIPELINES_DIR, metavar="DIR",
-                        help="the pipeline files (default: pipelines/)")
+    parser.add_argument("--pipelines", type=Path, default=None, metavar="DIR",
+                        help="pipeline files to use instead of the bundle pipeline's libraries")
 
 
 def add_overrides(parser: argparse.ArgumentParser) -> None:

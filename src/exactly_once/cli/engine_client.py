@@ -41,11 +41,11 @@ def serves(args: argparse.Namespace, home: Path = ENGINE_DIR) -> bool:
         return False
     if str(getattr(args, "warehouse", "") or "").startswith("s3a://"):
         return False
-    from exactly_once.settings.engine import load_engine
-
-    if not load_engine(args.target).master.startswith("local"):
+    if engine.status(home) is None:
         return False
-    return engine.status(home) is not None
+    from exactly_once.cli import common
+
+    return common.engine_of(args).master.startswith("local")
 
 
 def forward(argv: list[str], home: Path = ENGINE_DIR) -> int:

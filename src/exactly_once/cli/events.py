@@ -14,6 +14,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--update", default="latest", metavar="latest|ID",
                         help="the update (default: the newest); an ID or its start")
     parser.add_argument("--flow", help="only this flow's events")
+    common.add_bundle(parser)
     common.add_warehouse(parser, object_store=True)
 
 

@@ -12,6 +12,7 @@ FORMATS = ("mermaid", "dot", "json")
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = common.command(subparsers, "graph", handle, help="print the dataflow graph: "
                             "datasets with their kind, flows with their kind and what they read")
+    common.add_bundle(parser, key="positional")
     common.add_pipelines(parser)
     parser.add_argument("--format", choices=FORMATS, default="mermaid")
     parser.add_argument("--source", type=common.source, help="as for `run`")

@@ -19,13 +19,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     validate = common.command(commands, "validate", handle_validate, help="validate silver and "
                               "gold tables with Great Expectations and build Data Docs; exit 2 "
                               "when a suite fails")
-    common.add_warehouse(validate, default=None, help="local warehouse (default for target "
+    common.add_warehouse(validate, help="local warehouse (default for target "
                          f"local: {DEFAULT_WAREHOUSE})")
     validate.add_argument("--schema", help="catalog.schema of the tables (non-local targets)")
     validate.add_argument("--data-docs", type=Path, default=DEFAULT_DATA_DOCS)
     dash = common.command(commands, "dashboard", handle_dashboard,
                           help="build the static HTML expectation dashboard")
-    common.add_warehouse(dash, default=None)
+    common.add_warehouse(dash)
     dash.add_argument("--output", type=Path, default=DEFAULT_DASHBOARD)
     dash.add_argument("--data-docs", type=Path, default=DEFAULT_DATA_DOCS,
                       help="Data Docs to link to, when built")
@@ -43,7 +43,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def _session(args: argparse.Namespace):
     """The local session (with Delta) for the local warehouse, else the platform's session."""
-    if args.warehouse is not None or args.target == "local":
+    if args.warehouse is not None or common.conf_target(args) == "local":
         from exactly_once.local.engine import session
 
         return session.build_session(args.warehouse or DEFAULT_WAREHOUSE, log_level="OFF",
@@ -58,8 +58,9 @@ def handle_validate(args: argparse.Namespace) -> int:
     from exactly_once.settings.quality import load_quality
 
     settings = common.settings_of(args)
-    quality = load_quality(args.target)
-    warehouse = args.warehouse or (DEFAULT_WAREHOUSE if args.target == "local" else None)
+    quality = load_quality(common.conf_target(args))
+    local = common.conf_target(args) == "local"
+    warehouse = args.warehouse or (DEFAULT_WAREHOUSE if local else None)
     if warehouse is not None and not warehouse.is_dir():
         raise CliError(f"no warehouse at {warehouse}; run `exactly-once run` first")
     spark = _session(args)

@@ -16,6 +16,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                             "table derived from bronze), protected ones included")
     parser.add_argument("tables", type=common.names, nargs="*", default=[], metavar="TABLE",
                         help="tables to re-derive, with what reads them (commas or spaces)")
+    common.add_bundle(parser)
     parser.add_argument("--source", type=common.source, help="as for `run`")
     common.add_warehouse(parser, object_store=True)
     parser.add_argument("--master", help="as for `run`")
@@ -26,7 +27,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    settings, warehouse = common.update_inputs(args)
+    pipeline, warehouse = common.update_inputs(args)
 
     from exactly_once.local.execution.pipeline import run_pipeline
     from exactly_once.local.observe.progress import Progress
@@ -34,8 +35,9 @@ def handle(args: argparse.Namespace) -> int:
     progress = Progress(quiet=args.quiet)
     spark = common.spark_for(args, warehouse)
     try:
-        result = run_pipeline(spark, settings, warehouse, progress=progress,
-                              rederive=common.flat(args.tables))
+        result = run_pipeline(spark, pipeline.settings, warehouse, progress=progress,
+                              rederive=common.flat(args.tables),
+                              **common.run_arguments(args, pipeline))
     finally:
         spark.stop()
     print(progress.summary(result, bronze="bronze_kafka_events", quarantine="quarantine",

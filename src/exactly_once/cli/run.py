@@ -14,6 +14,7 @@ from exactly_once.paths import PROFILES_DIR
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = common.command(subparsers, "run", handle, help="run the pipeline once (triggered)")
+    common.add_bundle(parser, key="positional")
     parser.add_argument("--source", type=common.source, help="`kafka` (default) or `file:PATH`: "
                         "a kcat dump, a directory of dumps or a glob; new dumps are read by the "
                         "next run")
@@ -66,7 +67,7 @@ def handle(args: argparse.Namespace) -> int:
     if args.continuous and args.profile:
         args.parser.error("--profile profiles one update; it cannot be combined with "
                           "--continuous")
-    settings, warehouse = common.update_inputs(args)
+    pipeline, warehouse = common.update_inputs(args)
 
     from exactly_once.local.engine.jvm_processes import ProcessRecording, summary
     from exactly_once.local.engine.update_settings import compiled_classes
@@ -76,16 +77,16 @@ def handle(args: argparse.Namespace) -> int:
 
     progress = Progress(quiet=args.quiet)
     if args.continuous:
-        return _continuous(args, settings, warehouse, progress)
+        return _continuous(args, pipeline, warehouse, progress)
     timeline = Timeline(spark_jobs=args.profile)
     spark = common.spark_for(args, warehouse)
     processes = ProcessRecording(spark).start() if args.profile else None
     classes = compiled_classes(spark) if args.profile else 0
     try:
-        result = run_pipeline(spark, settings, warehouse,
+        result = run_pipeline(spark, pipeline.settings, warehouse,
                               full_refresh=args.full_refresh_all or common.flat(args.full_refresh),
                               refresh=common.flat(args.refresh), progress=progress,
-                              timeline=timeline)
+                              timeline=timeline, **common.run_arguments(args, pipeline))
     finally:
         started = processes.stop() if processes else []
         classes = compiled_classes(spark) - classes if args.profile else 0
@@ -103,7 +104,7 @@ def handle(args: argparse.Namespace) -> int:
     return 0
 
 
-def _continuous(args: argparse.Namespace, settings, warehouse, progress) -> int:
+def _continuous(args: argparse.Namespace, pipeline, warehouse, progress) -> int:
     from exactly_once.local.execution import continuous
 
     interval = args.trigger_interval or continuous.parse_interval(
@@ -115,10 +116,11 @@ def _continuous(args: argparse.Namespace, settings, warehouse, progress) -> int:
         stop.install()  # over the SIGINT handler the SparkContext just installed
         try:
             result = continuous.run_continuous(
-                spark, settings, warehouse, interval, stop,
+                spark, pipeline.settings, warehouse, interval, stop,
                 full_refresh=args.full_refresh_all or common.flat(args.full_refresh),
                 refresh=common.flat(args.refresh), progress=progress,
-                after_update=lambda update: print(continuous.update_line(update), flush=True))
+                after_update=lambda update: print(continuous.update_line(update), flush=True),
+                **common.run_arguments(args, pipeline))
         finally:
             spark.stop()
     print(result.summary(bronze="bronze_kafka_events", quarantine="quarantine"))

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
 
 from exactly_once.errors import CatalogError, MissingTableError
 from exactly_once.local.catalog import fixtures
@@ -155,6 +156,15 @@ class LocalCatalog:
             return fixtures.read_fixture(spark, path)
         reader = spark.readStream if streaming else spark.read
         return reader.format("delta").load(location)
+
+    def schema_of(self, spark: SparkSession, table: TableName) -> StructType | None:
+        """`table`'s schema, from its Delta log or its fixture file; None when nothing
+        supplies it. Reads no rows."""
+        location = self.location(table)
+        if location is not None:
+            return spark.read.format("delta").load(location).schema
+        path = self.fixture_files().get(table)
+        return None if path is None else fixtures.read_fixture(spark, path).schema
 
     def missing(self, text: str, table: TableName, dataset: str | None = None
                 ) -> MissingTableError:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, SparkSession
 
 from exactly_once.local.catalog.catalog import LocalCatalog
-from exactly_once.local.catalog.names import Namespace, NameSyntaxError, split
+from exactly_once.local.catalog.names import Namespace, NameSyntaxError, TableName, split
 from exactly_once.local.engine import catalog_plugin
 
 
@@ -37,26 +37,38 @@ class ReadScope:
         name = self.namespace.own(self.namespace.qualify(parts))
         return name if name is not None and name in datasets else None
 
+    def table(self, text: str) -> TableName | None:
+        """The catalog table a name the pipeline does not define means; None for a name Spark
+        resolves itself (the session catalog's, or not a name at all)."""
+        try:
+            parts = split(text)
+        except NameSyntaxError:
+            return None  # Spark's parser says what is wrong with it
+        if len(parts) > 3 or (len(parts) == 3 and
+                              parts[0].lower() in catalog_plugin.SESSION_CATALOGS):
+            return None
+        return self.namespace.qualify(parts)
+
     def external(self, spark: SparkSession, text: str, streaming: bool,
                  dataset: str | None = None) -> DataFrame | None:
         """A read of a table the pipeline does not define: from the local catalog, or None for
         Spark to resolve (a name of the session catalog, a temporary view); one line
         (MissingTableError) when nothing supplies it."""
-        try:
-            parts = split(text)
-        except NameSyntaxError:
-            return None  # Spark's parser says what is wrong with it
-        if len(parts) == 3 and parts[0].lower() in catalog_plugin.SESSION_CATALOGS:
+        table = self.table(text)
+        if table is None:
             return None
-        if len(parts) > 3:
-            return None
-        table = self.namespace.qualify(parts)
         df = self.catalog.read(spark, table, streaming)
         if df is not None:
             return df
-        if len(parts) < 3 and _spark_has(spark, text):
-            return None
-        raise self.catalog.missing(text, table, dataset)
+        self.require(spark, text, table, dataset)
+        return None
+
+    def require(self, spark: SparkSession, text: str, table: TableName,
+                dataset: str | None) -> None:
+        """Nothing but Spark's own session can supply `table`: it must, or the read is one
+        line naming the table and the fixture file that would supply it."""
+        if len(split(text)) == 3 or not _spark_has(spark, text):
+            raise self.catalog.missing(text, table, dataset)
 
 
 def _spark_has(spark: SparkSession, text: str) -> bool:

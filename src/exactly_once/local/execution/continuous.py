@@ -142,17 +142,18 @@ def update_line(update: UpdateResult, bronze: str = "bronze_kafka_events",
             "quarantined")
 
 
-def run_continuous(spark: SparkSession, settings: Settings, warehouse: StoragePath | str,
-                   trigger_interval: float, stop: StopRequest,
+def run_continuous(spark: SparkSession, settings: Settings | None,
+                   warehouse: StoragePath | str, trigger_interval: float, stop: StopRequest,
                    full_refresh: bool | Sequence[str] = False, refresh: Sequence[str] = (),
                    progress: Progress | None = None, pipelines_dir: Path = PIPELINES_DIR,
                    after_update: Callable[[UpdateResult], None] | None = None,
                    new_timeline: Callable[[], Timeline] = Timeline,
-                   max_updates: int | None = None) -> ContinuousResult:
+                   max_updates: int | None = None, **pipeline: Any) -> ContinuousResult:
     """Run updates every `trigger_interval` seconds until `stop` is set (or `max_updates` ran).
 
     A full refresh applies to the first update only; `refresh` limits every update. An update
-    that fails ends the run with its error, as a triggered one does.
+    that fails ends the run with its error, as a triggered one does. `pipeline`: what
+    run_pipeline takes of a bundle's pipeline (files, root_path, scope, configuration).
     """
     result = ContinuousResult()
     began = time.monotonic()
@@ -162,7 +163,7 @@ def run_continuous(spark: SparkSession, settings: Settings, warehouse: StoragePa
             update = run_update(spark, settings, warehouse,
                                 full_refresh=full_refresh if not result.updates else False,
                                 progress=progress, pipelines_dir=pipelines_dir,
-                                refresh=refresh, timeline=new_timeline())
+                                refresh=refresh, timeline=new_timeline(), **pipeline)
             result.updates.append(update)
             if after_update is not None:
                 after_update(update)

@@ -17,7 +17,8 @@ per dataset whose query does not analyze. A dataset that reads a broken one is n
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,6 +38,7 @@ from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.auto_cdc.writer import scd_type_of
 from exactly_once.local.auto_loader import hook as auto_loader
 from exactly_once.local.auto_loader.place import Placement
+from exactly_once.local.catalog.scope import ReadScope
 from exactly_once.local.engine import pipeline_session, update_settings
 from exactly_once.local.engine.sql_parser import quiet_query_context
 from exactly_once.local.graph import dp_extensions
@@ -54,7 +56,7 @@ from exactly_once.local.graph.dataflow import (
 from exactly_once.local.graph.dataset_declarations import batch_table_with_flows
 from exactly_once.local.graph.expectations import Expectation, apply_expectations, declared
 from exactly_once.local.graph.flow_declarations import check_flow_query, is_once
-from exactly_once.local.graph.loader import run_file
+from exactly_once.local.graph.loader import importable, run_file
 from exactly_once.local.graph.reads import resolved_reads
 from exactly_once.local.graph.registry import PipelineGraph
 from exactly_once.settings.pipeline import Settings
@@ -96,8 +98,10 @@ class _Blocked(Exception):
 
 class _Analyzer:
     def __init__(self, spark: SparkSession, graph: PipelineGraph, declared_in: dict[str, str],
-                 stored: Callable[[str], StructType | None] | None = None):
+                 stored: Callable[[str], StructType | None] | None = None,
+                 scope: ReadScope | None = None):
         self.spark, self.graph, self.declared_in = spark, graph, declared_in
+        self.scope = scope
         # Given: a snapshot function is not asked; its target's stored schema stands for it.
         self.stored = stored
         self.problems: list[Problem] = []
@@ -190,6 +194,21 @@ class _Analyzer:
         _ = df.schema  # analysis is the point
         return df
 
+    def _external(self, text: str, streaming: bool) -> DataFrame | None:
+        """A read of a table the pipeline does not define, as the update will make it: the
+        local catalog's table (or the fixture that seeds it) as an empty query of its schema,
+        else Spark's own, else a problem naming it."""
+        assert self.scope is not None
+        table = self.scope.table(text)
+        if table is None:
+            return None
+        session = pipeline_session.current(self.spark)
+        schema = self.scope.catalog.schema_of(session, table)
+        if schema is None:
+            self.scope.require(session, text, table, self.stack[-1] if self.stack else None)
+            return None
+        return _empty(session, schema, streaming)
+
     def _inline_view(self, name: str) -> DataFrame:
         """A read of temporary view `name`: its query, built in the reader's."""
         self.dataset(name)
@@ -241,9 +260,13 @@ class _Analyzer:
             snapshot.schema, spec.stored_as_scd_type, snapshot_versions.spark_type(version)))
 
     # -- reads inside a flow's query ---------------------------------------------------------------
-    def resolve(self, name: str, streaming: bool) -> DataFrame | None:
+    def resolve(self, text: str, streaming: bool) -> DataFrame | None:
+        name = text if self.scope is None else \
+            (self.scope.dataset(text, self.graph.outputs) or text)
         if self.reading:
             self.reads[self.reading[-1]].append(Read(name, streaming))
+        if name not in self.graph.outputs and self.scope is not None:
+            return self._external(text, streaming)
         if name not in self.graph.outputs:
             if not self.spark.catalog.tableExists(name):
                 raise GraphError(f"reads `{name}`, which no pipeline file defines (datasets: "
@@ -257,26 +280,38 @@ class _Analyzer:
         return _empty(pipeline_session.current(self.spark), self.dataset(name), streaming)
 
 
-def analyze(spark: SparkSession, settings: Settings, files: Sequence[Path]) -> Analysis:
+def analyze(spark: SparkSession, settings: Settings | None, files: Sequence[Path],
+            scope: ReadScope | None = None, configuration: Mapping[str, str] | None = None,
+            root_path: Path | None = None) -> Analysis:
     """Load `files` and analyze every dataset's query, collecting the problems; the settings'
-    pipeline configuration is in the session meanwhile, as in an update."""
-    for key, value in settings.to_conf().items():
-        spark.conf.set(key, value)  # as run_pipeline: what pipeline code reads its settings from
-    with update_settings.configured(spark, settings.configuration):
+    pipeline configuration (and `configuration` over it) is in the session meanwhile, as in an
+    update. `scope`: the pipeline's catalog and schema, and the local catalog its reads of
+    other tables resolve in (read, never written); `root_path`: a folder its code imports
+    from."""
+    parameters = dict(configuration or {})
+    if settings is not None:
+        for key, value in settings.to_conf().items():
+            spark.conf.set(key, value)  # as run_pipeline: where pipeline code reads settings
+        parameters = {**settings.configuration, **parameters}
+    if scope is not None:
+        scope.catalog.attach(spark, scope.namespace, seed=False)
+    with update_settings.configured(spark, parameters), \
+            (importable(root_path) if root_path else nullcontext()):
         graph, problems = _load(spark, files)
-        analysis = analyze_graph(spark, graph, problems)
+        analysis = analyze_graph(spark, graph, problems, scope=scope)
     analysis.files = list(files)
     return analysis
 
 
 def analyze_graph(spark: SparkSession, graph: PipelineGraph, problems: Sequence[Problem] = (),
-                  stored: Callable[[str], StructType | None] | None = None) -> Analysis:
+                  stored: Callable[[str], StructType | None] | None = None,
+                  scope: ReadScope | None = None) -> Analysis:
     """Analyze every dataset's query of a loaded graph (its pipeline settings and
     configuration in `spark`'s conf), collecting the problems; `problems`: those found loading
     it. `stored`: a table's stored schema (None: no table), given when the analysis must not
     ask AUTO CDC FROM SNAPSHOT functions for a snapshot (an update's check: asking is the
     update's, with the version it has applied); such a flow writes its target's schema."""
-    analyzer = _Analyzer(spark, graph, graph.declared_in, stored)
+    analyzer = _Analyzer(spark, graph, graph.declared_in, stored, scope)
     # A dataset with a problem of its declaration is not analyzed: its problem is reported.
     analyzer.failed.update(p.dataset for p in problems if p.dataset)
     with quiet_query_context(), resolved_reads(analyzer.resolve):

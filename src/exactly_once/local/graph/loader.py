@@ -6,8 +6,9 @@ legacy `dlt` module (legacy_dlt.py) to the file alone. Its functions travel to P
 by value (a UDF, registered as the file loads or used in a flow): no worker could import the
 file by its name.
 
-A `.sql` file's statements become the same declarations (sql_declarations.py), each located at
-its file and line.
+A notebook (Databricks' source format, or `.ipynb`) runs as its cells' code
+(bundle/notebooks.py). A `.sql` file's statements become the same declarations
+(sql_declarations.py), each located at its file and line.
 
 A mistake in a file is a `DeclarationError` naming the file (and the dataset, when it is about
 one), whether the file raised it while it ran or the graph found it once every file had run:
@@ -16,7 +17,6 @@ one), whether the file raised it while it ran or the graph found it once every f
 
 from __future__ import annotations
 
-import io
 import sys
 import types
 from collections.abc import Iterable, Iterator
@@ -27,13 +27,14 @@ from pyspark import cloudpickle
 from pyspark.pipelines.graph_element_registry import graph_element_registration_context
 from pyspark.sql import SparkSession
 
-from exactly_once.errors import DeclarationError, PipelineFileError, first_line
+from exactly_once.bundle import read_library
+from exactly_once.errors import BundleError, DeclarationError, PipelineFileError, first_line
 from exactly_once.local.engine import pipeline_session
 from exactly_once.local.graph import dp_extensions, legacy_dlt, sql_declarations
 from exactly_once.local.graph.registry import PipelineGraph
 
 MODULE = "__pipeline__"  # the name a pipeline file runs as
-SQL = ".sql"  # a pipeline SQL file (sql_declarations.py); every other file is Python
+SQL = "sql"  # a pipeline SQL file's language (sql_declarations.py); every other is Python
 
 
 def load_graph(spark: SparkSession, files: Iterable[Path]) -> PipelineGraph:
@@ -55,18 +56,20 @@ def run_file(spark: SparkSession, graph: PipelineGraph, path: Path) -> None:
     import that fails...) as a PipelineFileError with the error's type and first line."""
     graph.loading = shown(path)
     try:
-        if path.suffix == SQL:
-            sql_declarations.run_sql_file(spark, graph, path, shown(path))
+        source = read_library(path)  # a notebook's cells as code; %md cells left out
+        if source.language == SQL:
+            sql_declarations.run_sql_file(spark, graph, path, shown(path), source.text)
             return
         with _module(path) as module:
             module.__dict__.update(spark=pipeline_session.SessionView(spark),
                                    __builtins__=legacy_dlt.file_builtins())
-            with io.open_code(str(path)) as source:
-                code = compile(source.read(), str(path), "exec", dont_inherit=True)
+            code = compile(source.text, str(path), "exec", dont_inherit=True)
             exec(code, module.__dict__)  # noqa: S102 - running the pipeline file is the point
     except DeclarationError as err:
         err.in_file(graph.loading)
         raise
+    except BundleError as err:  # a notebook's own problem (a magic it cannot run), located
+        raise PipelineFileError(first_line(err)) from None  # at its file and line already
     except Exception as err:  # noqa: BLE001 - the file's own code: a mistake of the file
         raise PipelineFileError(f"{type(err).__name__}: {first_line(err)}",
                                 file=graph.loading) from err

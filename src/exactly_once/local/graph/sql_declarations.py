@@ -44,12 +44,14 @@ _EXPECT = {WARN: expectations.expect, DROP: expectations.expect_or_drop,
            FAIL: expectations.expect_or_fail}
 
 
-def run_sql_file(spark: SparkSession, graph: PipelineGraph, path: Path, shown: str) -> None:
-    """Declare in `graph` what SQL file `path` (`shown` as messages name it) declares, statement
-    by statement; the first statement the runtime cannot run raises its one-line error, which
-    the loader locates at `graph.loading`, the statement's file and line."""
+def run_sql_file(spark: SparkSession, graph: PipelineGraph, path: Path, shown: str,
+                 text: str | None = None) -> None:
+    """Declare in `graph` what SQL file `path` (`shown` as messages name it; `text`: its
+    source, when not the file's own text, a notebook's) declares, statement by statement; the
+    first statement the runtime cannot run raises its one-line error, which the loader locates
+    at `graph.loading`, the statement's file and line."""
     conf: dict[str, str] = {}
-    for written in statements(spark, path.read_text()):
+    for written in statements(spark, path.read_text() if text is None else text):
         graph.loading = f"{shown}:{written.line}"
         with source_locations.sql_statement(str(path), written.line):
             statement = substituted(spark, written)

@@ -1,10 +1,13 @@
-"""What a warehouse holds, for `exactly-once show`: its tables, and a table's first rows."""
+"""What a warehouse holds, for `exactly-once show`: its tables, and a table's first rows, by
+any name the pipeline's code could use (`orders`, `schema.orders`, `catalog.schema.orders`,
+or a table of the local catalog such as `samples.nyctaxi.trips`)."""
 
 from __future__ import annotations
 
 from pyspark.sql import DataFrame, SparkSession
 
 from exactly_once.errors import InspectError
+from exactly_once.local.catalog.scope import ReadScope
 from exactly_once.local.storage import delta_log
 from exactly_once.local.storage.warehouse import PIPELINE_DIR, Warehouse
 
@@ -35,3 +38,26 @@ def table(spark: SparkSession, warehouse: Warehouse, name: str) -> tuple[DataFra
     path = warehouse.table_path(name).resolve()
     return (spark.read.format("delta").load(str(path)), delta_log.latest_version(path),
             warehouse.row_count(spark, name))
+
+
+def located(warehouse: Warehouse, scope: ReadScope, text: str) -> tuple[str, str]:
+    """The table `text` names and where it is stored: the pipeline's own (in `warehouse`), or
+    a table of the local catalog; one line when neither has it. No JVM is needed."""
+    name = scope.dataset(text, set(table_names(warehouse)))
+    if name is not None:
+        return name, str(warehouse.table_path(name).resolve())
+    table = scope.table(text)
+    where = None if table is None else scope.catalog.location(table)
+    if table is not None and where is not None:
+        return str(table), where
+    names = table_names(warehouse)
+    catalog = [str(t) for t in scope.catalog.tables()]
+    raise InspectError(f"no table `{text}` in {warehouse.root} or the local catalog "
+                       f"({scope.catalog.root}); the pipeline's tables: "
+                       f"{', '.join(names) or 'none yet (run `exactly-once run` first)'}"
+                       + (f"; the catalog's: {', '.join(catalog)}" if catalog else ""))
+
+
+def rows(spark: SparkSession, where: str) -> tuple[DataFrame, int]:
+    """The Delta table at `where` and its version."""
+    return spark.read.format("delta").load(where), delta_log.latest_version(where)

@@ -105,6 +105,12 @@ class Progress:
                     f"{result.output_rows:,} rows written{extra} ({result.seconds:.1f}s)")
 
     def summary(self, result: UpdateResult, bronze: str, quarantine: str, late: str) -> str:
+        """The update's time, the delivery counts when the pipeline has a `bronze` table (this
+        project's), and each table's rows."""
+        if bronze not in result.table_rows:
+            return "\n".join([f"Update finished in {result.seconds:.1f}s", "  rows per table:",
+                              *[f"    {name:<24} {rows:>10,}"
+                                for name, rows in result.table_rows.items()]])
         lines = [
             f"Update finished in {result.seconds:.1f}s",
             f"  records in                  {result.flow_input(bronze):>10,}",
