@@ -30,9 +30,7 @@ from test_cli_errors import covers
 
 from exactly_once import cli
 from exactly_once.errors import DeclarationError, SchemaEvolvedError
-from exactly_once.local.execution import pipeline as execution_pipeline
 from exactly_once.local.execution.pipeline import run_pipeline
-from exactly_once.paths import pipeline_files
 
 ERROR = "exactly-once: error: "
 
@@ -196,8 +194,8 @@ def test_add_new_columns_stops_once_then_the_next_update_has_them(in_session, se
     write_json(data / "b.json", {"id": 2, "color": "red"})
     dump = tmp_path / "dump.jsonl"  # the run's source, which this pipeline does not read
     dump.write_text(json.dumps({"topic": "orders", "key": "o1", "payload": "{}"}) + "\n")
-    monkeypatch.setattr(execution_pipeline, "pipeline_files", lambda _: pipeline_files(root))
-    code = cli.main(["run", "--quiet", "--source", f"file:{dump}", "--warehouse", str(warehouse)])
+    code = cli.main(["run", "--quiet", "--pipelines", str(root), "--source", f"file:{dump}",
+                     "--warehouse", str(warehouse)])
     err = capsys.readouterr().err
     assert code == 1 and len(err.splitlines()) == 1, err
     assert re.fullmatch(r"exactly-once: error: flow `evolving` failed: \[UNKNOWN_FIELD_EXCEPTION"

@@ -20,6 +20,7 @@ import pytest
 from exactly_once import cli
 from exactly_once.errors import (
     BrokerError,
+    BundleError,
     CliError,
     ClusterError,
     EngineError,
@@ -126,10 +127,21 @@ def test_a_missing_file_to_produce():
 
 
 @covers(SettingsError)
+def test_a_setting_conf_does_not_have():
+    done = cli_run("run", "--set", "kafka.no_such_setting=1")
+    assert done.returncode == 1
+    assert only_error_line(done.stderr) == (
+        "cannot set 'kafka.no_such_setting=1': expected KEY=VALUE with KEY a setting of conf/, "
+        "e.g. kafka.fail_on_data_loss=false")
+
+
+@covers(BundleError)
 def test_an_unknown_target():
+    """`--target` names the bundle's target (and conf/'s, of the same name)."""
     done = cli_run("--target", "staging", "run")
     assert done.returncode == 1
-    assert only_error_line(done.stderr).startswith("unknown target 'staging'; conf/targets has ")
+    assert only_error_line(done.stderr) == ("databricks.yml: targets: no target `staging`; the "
+                                            "bundle's targets: dev, prod")
 
 
 @covers(KcatFormatError)
@@ -146,7 +158,8 @@ def test_a_table_of_a_warehouse_that_has_none(tmp_path):
     done = cli_run("show", "orders", "--warehouse", str(tmp_path))
     assert done.returncode == 1
     assert only_error_line(done.stderr) == \
-        f"no table `orders` in {tmp_path}; it has no tables yet; run `exactly-once run` first"
+        f"no table `orders` in {tmp_path} or the local catalog ({tmp_path / '_catalog'}); the " \
+        f"pipeline's tables: none yet (run `exactly-once run` first)"
 
 
 @covers(BrokerError)
@@ -319,13 +332,13 @@ def test_a_change_the_tables_cannot_take(tmp_path, monkeypatch, no_spark, capsys
 def test_every_error_class_has_a_test_above():
     # The broker faults' errors come out of minutes-long updates against a broker a test kills
     # or lets retention empty, and the declaration errors and Auto Loader's stop each want a
-    # pipeline of their own, and a bundle's errors (test_bundle_reader, until the CLI reads
-    # bundles):
-    # those tests live in their own modules and register here.
+    # pipeline of their own, and a bundle's and the local catalog's errors a bundle of their
+    # own (test_your_bundle): those tests live in their own modules and register here.
     import test_auto_loader  # noqa: F401
     import test_broker_faults  # noqa: F401
     import test_bundle_reader  # noqa: F401
     import test_declaration_errors  # noqa: F401
+    import test_your_bundle  # noqa: F401
 
     def subclasses(cls: type) -> set[type]:
         return {sub for direct in cls.__subclasses__() for sub in {direct, *subclasses(direct)}}

@@ -23,7 +23,6 @@ from test_cli_dry_run import ERROR, dry_run
 
 from exactly_once import cli
 from exactly_once.errors import DeclarationError, FlowError
-from exactly_once.local.execution import pipeline as local_pipeline
 from exactly_once.local.execution.pipeline import run_pipeline
 from exactly_once.local.graph.loader import load_graph
 from exactly_once.local.observe import event_log
@@ -497,12 +496,11 @@ def cli_run(root, tmp_path, capsys, monkeypatch) -> tuple[int, str, list[str]]:
     """`exactly-once run` of the pipeline files in `root`: its exit code, its one error line,
     and the Delta tables it wrote (an update that started records its failure in the event
     log)."""
-    monkeypatch.setattr(local_pipeline, "pipeline_files", lambda _: pipeline_files(root))
     warehouse = tmp_path / "warehouse"
     dump = tmp_path / "dump.jsonl"
     dump.write_text(json.dumps({"topic": "orders", "key": "o1", "payload": "{}"}) + "\n")
-    code = cli.main(["run", "--quiet", "--source", f"file:{dump}", "--warehouse",
-                     str(warehouse)])
+    code = cli.main(["run", "--quiet", "--pipelines", str(root), "--source", f"file:{dump}",
+                     "--warehouse", str(warehouse)])
     out, err = capsys.readouterr()
     assert out == "" and len(err.splitlines()) == 1 and err.startswith(ERROR), out + err
     written = sorted(p.parent.name for p in warehouse.rglob("_delta_log"))

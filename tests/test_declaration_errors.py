@@ -16,8 +16,6 @@ from test_cli_errors import covers
 
 from exactly_once import cli
 from exactly_once.errors import DeclarationError, PipelineFileError
-from exactly_once.local.execution import pipeline
-from exactly_once.paths import pipeline_files
 
 HEADER = """
 from pyspark import pipelines as dp
@@ -208,9 +206,8 @@ def run(root, tmp_path, capsys, monkeypatch) -> tuple[int, str]:
     error line; and no table written."""
     dump = tmp_path / "dump.jsonl"
     dump.write_text(json.dumps({"topic": "orders", "key": "o1", "payload": "{}"}) + "\n")
-    monkeypatch.setattr(pipeline, "pipeline_files", lambda _: pipeline_files(root))
     warehouse = tmp_path / "warehouse"
-    code = cli.main(["run", "--quiet", "--source", f"file:{dump}",
+    code = cli.main(["run", "--quiet", "--pipelines", str(root), "--source", f"file:{dump}",
                      "--warehouse", str(warehouse)])
     out, err = capsys.readouterr()
     assert out == "" and len(err.splitlines()) == 1 and err.startswith(ERROR), out + err

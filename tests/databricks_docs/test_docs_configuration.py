@@ -13,8 +13,6 @@ import json
 from docs_corpus import ERROR, dp_file, pipeline, rows, run
 
 from exactly_once import cli
-from exactly_once.local.execution import pipeline as local_pipeline
-from exactly_once.paths import pipeline_files
 
 PARAMETERS = "https://docs.databricks.com/aws/en/ldp/parameters"
 
@@ -53,12 +51,11 @@ def test_configuration_reaches_spark_conf_get(spark, settings, tmp_path):
 def test_run_conf_sets_a_parameter_for_one_run(in_session, tmp_path, capsys, monkeypatch):
     """PARAMETERS, set from the command line: `exactly-once run --conf KEY=VALUE`."""
     root = pipeline(tmp_path, transactions=TRANSACTIONS)
-    monkeypatch.setattr(local_pipeline, "pipeline_files", lambda _: pipeline_files(root))
     dump = tmp_path / "dump.jsonl"  # no broker: a source the project's settings accept
     dump.write_text(json.dumps({"topic": "orders", "key": "o1", "payload": "{}"}) + "\n")
     warehouse = tmp_path / "warehouse"
-    code = cli.main(["run", "--quiet", "--source", f"file:{dump}", "--warehouse",
-                     str(warehouse), "--conf", "mypipeline.startDate=2021-01-01",
+    code = cli.main(["run", "--quiet", "--pipelines", str(root), "--source", f"file:{dump}",
+                     "--warehouse", str(warehouse), "--conf", "mypipeline.startDate=2021-01-01",
                      "--conf", "mypipeline.account=a1"])
     err = capsys.readouterr().err
     assert code == 0 and ERROR not in err, err

@@ -17,6 +17,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("tables", type=common.names, nargs="*", default=[], metavar="TABLE",
                         help="tables to re-derive, with what reads them (commas or spaces)")
     common.add_bundle(parser)
+    common.add_pipelines(parser)
     parser.add_argument("--source", type=common.source, help="as for `run`")
     common.add_warehouse(parser, object_store=True)
     parser.add_argument("--master", help="as for `run`")

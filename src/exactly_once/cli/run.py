@@ -15,6 +15,7 @@ from exactly_once.paths import PROFILES_DIR
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = common.command(subparsers, "run", handle, help="run the pipeline once (triggered)")
     common.add_bundle(parser, key="positional")
+    common.add_pipelines(parser)
     parser.add_argument("--source", type=common.source, help="`kafka` (default) or `file:PATH`: "
                         "a kcat dump, a directory of dumps or a glob; new dumps are read by the "
                         "next run")

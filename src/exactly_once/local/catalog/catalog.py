@@ -21,6 +21,7 @@ update (fixtures.py); a changed file is seeded again before the update reads it.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -108,6 +109,16 @@ class LocalCatalog:
                 found[table] = path
         return found
 
+    def refuse_fixtures_over(self, namespace: Namespace, datasets: Iterable[str]) -> None:
+        """A fixture may not supply a table the pipeline publishes (Databricks refuses a table
+        of one name from two owners): one line before anything is written."""
+        own = set(datasets)
+        for table, path in self.fixture_files().items():
+            name = namespace.own(table)
+            if name is not None and name in own:
+                raise CatalogError(f"{path} supplies {table}, which the pipeline publishes as "
+                                   f"its dataset `{name}`: rename the fixture or the dataset")
+
     def seed(self, spark: SparkSession) -> list[TableName]:
         """Every fixture table whose file changed since it was seeded, written again (the
         file's rows replace the table's); the tables written."""
@@ -133,9 +144,12 @@ class LocalCatalog:
 
     # -- Spark --------------------------------------------------------------------------------
     def attach(self, spark: SparkSession, namespace: Namespace | None = None,
-               seed: bool = True) -> None:
+               seed: bool = True, datasets: Iterable[str] = ()) -> None:
         """Make the catalog the session's: fixtures seeded (unless `seed` is False: nothing is
-        written), each catalog name registered, the namespace's schema there to publish to."""
+        written), each catalog name registered; none may supply one of `datasets`, the tables
+        the pipeline publishes in `namespace`."""
+        if namespace is not None:
+            self.refuse_fixtures_over(namespace, datasets)
         if seed:
             self.root.mkdir(parents=True, exist_ok=True)
             self.seed(spark)

@@ -121,7 +121,7 @@ class PipelineUpdate:
                 for flow in self.graph.flows_into(sink):
                     self.warehouse.reset_checkpoint(flow.name)
         with timeline.span(UPDATE, "attach the catalog"):  # fixtures seeded, catalogs named
-            self.scope.catalog.attach(self.spark, self.scope.namespace)
+            self.scope.catalog.attach(self.spark, self.scope.namespace, datasets=tables)
         with timeline.span(UPDATE, "register tables"):
             # A run killed while creating a table left it without a version: created anew.
             self.warehouse.clear_half_created(tables)

@@ -28,7 +28,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, StructType
 
-from exactly_once.errors import DeclarationError, GraphError, first_line, located
+from exactly_once.errors import CatalogError, DeclarationError, GraphError, first_line, located
 from exactly_once.local.auto_cdc.changes import check_columns, check_source
 from exactly_once.local.auto_cdc.from_snapshot import flow as snapshot_flow
 from exactly_once.local.auto_cdc.from_snapshot import versions as snapshot_versions
@@ -298,6 +298,11 @@ def analyze(spark: SparkSession, settings: Settings | None, files: Sequence[Path
     with update_settings.configured(spark, parameters), \
             (importable(root_path) if root_path else nullcontext()):
         graph, problems = _load(spark, files)
+        if scope is not None:
+            try:
+                scope.catalog.refuse_fixtures_over(scope.namespace, graph.outputs)
+            except CatalogError as err:
+                problems.append(Problem(str(err)))
         analysis = analyze_graph(spark, graph, problems, scope=scope)
     analysis.files = list(files)
     return analysis
