@@ -271,3 +271,37 @@ def test_another_process_reads_what_a_run_published(in_session, bundle, capsys):
                           cwd=root, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert len(json.loads(done.stdout)) == sum(1 for t in trips(root) if t["trip_distance"] > 0)
+
+
+# -- /Volumes paths -------------------------------------------------------------------------------
+LANDING = """\
+from pyspark import pipelines as dp
+
+
+@dp.table
+def events():
+    return (spark.readStream.format("cloudFiles").option("cloudFiles.format", "json")
+            .option("cloudFiles.inferColumnTypes", "true")
+            .load("/Volumes/main/raw/landing/events"))
+"""
+
+
+def test_a_volume_path_is_a_directory_of_the_local_catalog(in_session, tmp_path, monkeypatch,
+                                                           capsys):
+    """Auto Loader over `/Volumes/<catalog>/<schema>/<volume>/...`: the files of
+    `.local/catalog/_volumes/<catalog>/<schema>/<volume>/...`, each read once."""
+    root = tmp_path / "landing"
+    (root / "src").mkdir(parents=True)
+    (root / "databricks.yml").write_text(
+        "bundle: {name: landing}\n"
+        "resources:\n  pipelines:\n    landing:\n      name: landing\n      catalog: main\n"
+        "      schema: raw\n      libraries:\n        - file: {path: src/events.py}\n")
+    (root / "src" / "events.py").write_text(LANDING)
+    volume = root / ".local" / "catalog" / "_volumes" / "main" / "raw" / "landing" / "events"
+    volume.mkdir(parents=True)
+    (volume / "a.json").write_text('{"id": 1}\n{"id": 2}\n')
+    monkeypatch.chdir(root)
+    assert exactly_once(capsys, "run", "--quiet")[0] == 0, capsys.readouterr()
+    (volume / "b.json").write_text('{"id": 3}\n')
+    assert exactly_once(capsys, "run", "--quiet")[0] == 0, capsys.readouterr()
+    assert sorted(r["id"] for r in shown_json(capsys, "main.raw.events")) == [1, 2, 3]

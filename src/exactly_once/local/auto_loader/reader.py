@@ -45,6 +45,7 @@ from exactly_once.local.auto_loader.options import (
     parse,
 )
 from exactly_once.local.auto_loader.place import Placement, placement
+from exactly_once.local.catalog.catalog import local_path
 from exactly_once.local.storage.files import StoragePath, location, write_atomic
 
 NO_MAX_AGE = "3650000d"  # Spark's maxFileAge: no file is too old to be new
@@ -61,6 +62,7 @@ def read_files(spark: SparkSession, path: str, options: Mapping[str, str],
     prefix optional). Inside a flow's query being built (hook.building) the schema location
     defaults to the flow's, as for `format("cloudFiles")`.
     https://docs.databricks.com/aws/en/sql/language-manual/functions/read_files"""
+    path = local_path(spark, path)  # a /Volumes/... path, in the local catalog
     if not any(key.lower() in ("format", "cloudfiles.format") for key in options):
         options = {**options, "format": _detected_format(spark, path, options)}
     return auto_loader(spark, path, parse(options, streaming=streaming, read_files=True),
@@ -81,11 +83,13 @@ def _detected_format(spark: SparkSession, path: str, options: Mapping[str, str])
 def auto_loader(spark: SparkSession, path: str, options: AutoLoaderOptions,
                 user_schema: StructType | None, place: Placement | None,
                 streaming: bool = True) -> DataFrame:
-    """The read of `path` as Auto Loader (streaming) or read_files (batch) reads it."""
+    """The read of `path` as Auto Loader (streaming) or read_files (batch) reads it; a
+    `/Volumes/...` path (the data's, or the schema location's) in the local catalog."""
+    path = local_path(spark, path)
     place = place or Placement()
     directory = place.next_directory()
-    schema_location = (options.schema_location
-                       or (str(directory / "schema") if directory is not None else None))
+    schema_location = (local_path(spark, options.schema_location) if options.schema_location
+                       else (str(directory / "schema") if directory is not None else None))
     inferred = user_schema is None and options.format != "text"
     mode = options.mode(inferred)
     if streaming and inferred and schema_location is None and place.flow is None:

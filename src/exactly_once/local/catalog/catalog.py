@@ -201,6 +201,18 @@ class LocalCatalog:
         return str(self.root.joinpath(VOLUMES_DIR, *parts))
 
 
+def local_path(spark: SparkSession, path: str) -> str:
+    """`path` as this session reads it: a `/Volumes/...` path in the local catalog the session
+    is attached to (LocalCatalog.volume_path), any other path as it is."""
+    if not path.startswith(VOLUMES_PREFIX):
+        return path
+    root = spark.conf.get(catalog_plugin.ROOT_KEY, None)
+    if not root:
+        raise CatalogError(f"{path}: a volume path needs the local catalog, which an update "
+                           f"attaches; none is attached to this session")
+    return LocalCatalog(Path(root)).volume_path(path)
+
+
 def parse(text: str, namespace: Namespace) -> TableName:
     """The table `text` names in `namespace`; a malformed name is one line."""
     try:

@@ -14,7 +14,7 @@ from exactly_once.local.engine import update_settings
 from exactly_once.local.execution import schema_check
 from exactly_once.local.execution.rederive import rederived_tables
 from exactly_once.local.execution.refresh import RefreshSelection
-from exactly_once.local.execution.update import PipelineUpdate
+from exactly_once.local.execution.update import PipelineUpdate, default_scope
 from exactly_once.local.graph.loader import by_value_under, importable, load_graph
 from exactly_once.local.observe.progress import Progress, UpdateResult
 from exactly_once.local.observe.timeline import UPDATE, Timeline
@@ -24,6 +24,7 @@ from exactly_once.local.storage.lock import WarehouseLock
 from exactly_once.local.storage.warehouse import Warehouse
 from exactly_once.paths import PIPELINES_DIR, pipeline_files
 from exactly_once.settings.pipeline import Settings
+from exactly_once.settings.values import PREFIX
 
 
 def run_pipeline(spark: SparkSession, settings: Settings | None, warehouse: StoragePath | str,
@@ -69,12 +70,15 @@ def run_update(spark: SparkSession, settings: Settings | None, warehouse: Storag
     it across its updates). The pipeline's configuration is in the session for this update
     only (engine/update_settings.py), checked before anything else."""
     selection = RefreshSelection.of(full_refresh, refresh)
+    lake = Warehouse(location(warehouse))
+    scope = scope or default_scope(lake)
     settings_conf, parameters = pipeline_configuration(settings, configuration)
     update_settings.check_configuration(spark, parameters)
     for key, value in settings_conf.items():
+        if key.startswith(f"{PREFIX}.exports.") and key.endswith(".path"):
+            value = scope.catalog.volume_path(value)  # a /Volumes/... export, locally
         spark.conf.set(key, value)  # what the bundle's pipeline `configuration` does on Databricks
     timeline = timeline or Timeline()
-    lake = Warehouse(location(warehouse))
     due = snapshot_due(spark, lake)
     with update_settings.configured(spark, parameters), \
             update_settings.applied(spark, update_settings.for_update(snapshot_state=due)), \

@@ -71,6 +71,11 @@ class _FlowSetup:
     built_against: dict[str, str | None] = field(default_factory=dict)
 
 
+def default_scope(warehouse: Warehouse) -> ReadScope:
+    """The scope of an update given none: `main.default`, in the warehouse's own catalog."""
+    return ReadScope(Namespace(), LocalCatalog(warehouse.catalog_root()))
+
+
 class PipelineUpdate:
     def __init__(self, spark: SparkSession, graph: PipelineGraph, warehouse: Warehouse,
                  progress: Progress | None = None, timeline: Timeline | None = None,
@@ -80,7 +85,7 @@ class PipelineUpdate:
         `scope`: where the pipeline publishes and what names it reads resolve to (default: the
         warehouse's own catalog, `main.default`)."""
         self.spark, self.graph = spark, graph
-        self.scope = scope or ReadScope(Namespace(), LocalCatalog(warehouse.catalog_root()))
+        self.scope = scope or default_scope(warehouse)
         self.definition = definition
         # Holding each table's declared definition: where it is stored, whether it is
         # published, what Delta keeps of it (storage/table_definition.py).
