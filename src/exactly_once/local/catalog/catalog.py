@@ -43,6 +43,8 @@ VOLUMES_PREFIX = "/Volumes/"
 class LocalCatalog:
     root: Path
     fixtures: Path | None = None  # the bundle's fixtures/ folder
+    # Tables whose rows a test gave (testing/harness.py): no fixture file replaces them.
+    given: frozenset[TableName] = frozenset()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "root", Path(self.root).absolute())
@@ -124,6 +126,8 @@ class LocalCatalog:
         file's rows replace the table's); the tables written."""
         written = []
         for table, path in self.fixture_files().items():
+            if table in self.given:
+                continue
             entry = self.entry(table)
             stamp = entry / FIXTURE_HASH_FILE
             digest = fixtures.digest(path)

@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from datetime import date, datetime
+from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -51,9 +54,27 @@ def _json_rows(spark: SparkSession, path: Path) -> DataFrame:
     order = list(dict.fromkeys(key for row in rows for key in row))
     if not order:
         raise FixtureError(f"{path}: no columns: a JSON fixture's rows name their columns")
-    lines = spark.sparkContext.parallelize([json.dumps(r) for r in rows], 1)
-    df = spark.read.option("inferTimestamp", True).option("mode", "FAILFAST").json(lines)
+    # Spark reads the array itself (no Python worker); its inference sorts columns by name.
+    df = (spark.read.option("multiLine", True).option("inferTimestamp", True)
+          .option("mode", "FAILFAST").json(str(path)))
     return df.select(*[f"`{c}`" for c in order])
+
+
+def write_rows(path: Path, rows: list[dict[str, Any]]) -> Path:
+    """`rows` as a JSON fixture file at `path`: a decimal as a number, a date or time as its
+    ISO text, which the reader's inference makes a timestamp again."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(list(rows), default=json_value))
+    return path
+
+
+def json_value(value: object) -> object:
+    """A row's value JSON has no type for: a decimal as a number, a date or time as text."""
+    if isinstance(value, Decimal):
+        return float(value)
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
+    raise TypeError(f"a fixture row's value is JSON, a decimal or a date, got {value!r}")
 
 
 def digest(path: Path) -> str:

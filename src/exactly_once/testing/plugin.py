@@ -1,0 +1,115 @@
+"""The pytest plugin (entry point `pytest11`: `exactly_once = exactly_once.testing.plugin`).
+
+Fixtures a Databricks template user recognises, with no workspace:
+
+    spark            one warm local session per test session (Delta, the local catalog): the
+                     templates' fixture of the same name, which tests written for Databricks
+                     Connect that take only `spark` use unchanged
+    load_fixture     the templates' helper: `load_fixture("samples.nyctaxi.trips.json")` is
+                     `fixtures/<filename>` of the bundle (`.json` rows, `.csv`, `.parquet`) as
+                     a DataFrame
+    pipeline         the bundle's pipeline on a warehouse and catalog of the test's own
+                     (harness.py); `pipeline_for("KEY")` for a bundle with several
+
+The bundle is the one the test file is in: its folder, or the nearest one above it with a
+`databricks.yml` (the `exactly_once_bundle` ini option names another). `*.pipeline_test.yml`
+files are collected as tests (yaml_tests.py).
+
+Importing this module imports only pytest: a session that asks for none of the fixtures and
+has no YAML tests starts no JVM and reads no bundle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from exactly_once.testing.harness import PipelineHarness
+
+BUNDLE_INI = "exactly_once_bundle"
+YAML_SUFFIX = ".pipeline_test.yml"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addini(BUNDLE_INI, "the bundle the exactly-once fixtures run (default: the test "
+                  "file's folder, or the nearest one above it with a databricks.yml)",
+                  default="")
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    if file_path.name.endswith(YAML_SUFFIX):
+        from exactly_once.testing.yaml_tests import PipelineTestFile
+
+        return PipelineTestFile.from_parent(parent, path=file_path)
+    return None
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
+    """One local session for the test session: the resident engine's when one runs in this
+    process, else a new one."""
+    from exactly_once.local.engine.session import build_session
+
+    session = build_session(tmp_path_factory.mktemp("spark-warehouse"), app_name="pytest")
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def load_fixture(spark: SparkSession, request: pytest.FixtureRequest
+                 ) -> Callable[[str], DataFrame]:
+    """`load_fixture(filename)`: the bundle's `fixtures/<filename>` as a DataFrame."""
+    from exactly_once.local.catalog.fixtures import read_fixture
+    from exactly_once.workspace.pipelines import FIXTURES_DIR
+
+    folder = bundle_folder(request) / FIXTURES_DIR
+
+    def load(filename: str) -> DataFrame:
+        return read_fixture(spark, folder / filename)
+    return load
+
+
+@pytest.fixture
+def pipeline_for(spark: SparkSession, request: pytest.FixtureRequest,
+                 tmp_path: Path) -> Callable[..., PipelineHarness]:
+    """`pipeline_for("KEY", target=None, variables=None)`: the bundle's pipeline KEY on a
+    warehouse and catalog of this test's own."""
+    made: list[int] = []
+
+    def open_pipeline(key: str | None = None, target: str | None = None,
+                      variables: dict[str, str] | None = None) -> PipelineHarness:
+        from exactly_once.testing.harness import PipelineHarness
+        from exactly_once.workspace.pipelines import local_pipeline, open_bundle
+
+        bundle = open_bundle(bundle_folder(request), target, variables)
+        made.append(len(made))
+        folder = tmp_path / f"pipeline-{len(made)}"
+        return PipelineHarness(spark, local_pipeline(bundle, key), folder)
+    return open_pipeline
+
+
+@pytest.fixture
+def pipeline(pipeline_for: Callable[..., PipelineHarness]) -> PipelineHarness:
+    """The bundle's pipeline (its only one) on a warehouse and catalog of this test's own."""
+    return pipeline_for()
+
+
+def bundle_folder(request: Any) -> Path:
+    """The bundle of the test being run: the ini option's, else the test file's folder or the
+    nearest one above it with a bundle configuration file."""
+    from exactly_once.bundle.config import bundle_root, find_root_file
+
+    named = request.config.getini(BUNDLE_INI)
+    if named:
+        return bundle_root(Path(request.config.rootpath) / named)
+    start = Path(request.path).parent
+    for folder in (start, *start.parents):
+        if find_root_file(folder) is not None:
+            return folder
+    return bundle_root(None)  # the current folder's, or one line saying there is none
