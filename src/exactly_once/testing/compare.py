@@ -32,6 +32,7 @@ def assert_table(actual: Any, expected: Iterable[Mapping[str, Any]] | Any, *,
     """Assert that DataFrame `actual` holds `expected` (dicts or Rows, or a DataFrame):
     as a multiset, or in order (`ordered`); only `columns` (default: those the expected rows
     name); floats equal within `rtol` / `atol`. `name` labels the diff (a table's name)."""
+    __tracebackhide__ = True  # a failure shows the test's line and the diff
     from pyspark.errors import PySparkAssertionError
     from pyspark.sql import DataFrame, Row
     from pyspark.testing import assertDataFrameEqual

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from exactly_once.kafka.kcat import KafkaRecord, write_kcat_jsonl
 from exactly_once.local.catalog import fixtures
 from exactly_once.local.catalog.catalog import LocalCatalog
 from exactly_once.local.catalog.names import TableName
+from exactly_once.local.graph.registry import PipelineGraph
 from exactly_once.local.observe.progress import UpdateResult
 from exactly_once.workspace.pipelines import LocalPipeline
 
@@ -55,6 +57,7 @@ class PipelineHarness:
             pipeline, settings=settings, warehouse=self.warehouse,
             catalog=LocalCatalog(folder / "catalog", pipeline.catalog.fixtures))
         self.last: UpdateResult | None = None
+        self._loaded: PipelineGraph | None = None
 
     # -- inputs ---------------------------------------------------------------------------------
     def given(self, name: str, rows: Iterable[Mapping[str, Any]] | DataFrame) -> None:
@@ -139,11 +142,51 @@ class PipelineHarness:
         return [dict(r) for r in rows]
 
     def _datasets(self) -> set[str]:
-        from exactly_once.local.graph.loader import load_graph
+        return set(self._graph().outputs)
 
-        if not hasattr(self, "_dataset_names"):
-            self._dataset_names = set(load_graph(self.spark, self.pipeline.files).outputs)
-        return self._dataset_names
+    def _graph(self) -> PipelineGraph:
+        """The pipeline's graph, loaded once, as an update loads it (its configuration in the
+        session, its root_path importable)."""
+        if self._loaded is None:
+            from exactly_once.local.graph.loader import load_graph
+
+            with self._as_in_an_update():
+                self._loaded = load_graph(self.spark, self.pipeline.files)
+        return self._loaded
+
+    @contextmanager
+    def _as_in_an_update(self) -> Iterator[None]:
+        from exactly_once.local.engine import update_settings
+        from exactly_once.local.execution.pipeline import pipeline_configuration
+        from exactly_once.local.graph.loader import importable
+
+        conf, parameters = pipeline_configuration(self.pipeline.settings,
+                                                  self.pipeline.configuration)
+        for key, value in conf.items():
+            self.spark.conf.set(key, value)
+        root = self.pipeline.root_path
+        with update_settings.configured(self.spark, parameters), \
+                (importable(root) if root else nullcontext()):
+            yield
+
+    # -- one dataset ------------------------------------------------------------------------------
+    def dataset(self, name: str, given: Mapping[str, Iterable[Mapping[str, Any]] | DataFrame]
+                | None = None) -> DataFrame:
+        """Dataset `name`'s query on `given` rows for what it reads (by any name its code
+        uses), the rest of the pipeline not run (units.py): its rows."""
+        from exactly_once.testing.units import dataset_rows
+
+        frames = {}
+        scope = self.pipeline.scope
+        graph = self._graph()
+        for text, rows in (given or {}).items():
+            name_read = scope.dataset(text, graph.outputs) or text
+            frames[name_read] = rows if isinstance(rows, DataFrame) else \
+                self._frame(rows, name_read.replace("/", "_"))
+        with self._as_in_an_update():
+            self.pipeline.catalog.attach(self.spark, scope.namespace)
+            return dataset_rows(self.spark, graph, scope, name, frames,
+                                self.folder / "units")
 
     # -- an update --------------------------------------------------------------------------------
     def update(self, refresh: Sequence[str] = (), full_refresh: bool | Sequence[str] = False
