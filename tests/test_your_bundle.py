@@ -227,8 +227,8 @@ def test_a_table_nothing_supplies_is_one_line_saying_how_to_supply_it(in_session
     root = bundle("python_template_like")
     (root / "fixtures" / "samples.nyctaxi.trips.json").unlink()
     expected = (f"src/taxi_etl/transformations/taxi_trips.py: dataset `taxi_trips`: reads table "
-                f"`samples.nyctaxi.trips` (samples.nyctaxi.trips), which the pipeline does not "
-                f"define and the local catalog does not hold: supply it as "
+                f"`samples.nyctaxi.trips`, which the pipeline does not define (its datasets: "
+                f"fares_by_zip, taxi_trips) and the local catalog does not hold: supply it as "
                 f"{root / 'fixtures' / 'samples.nyctaxi.trips'}.json (an array of row objects), "
                 f".csv (with a header) or .parquet")
     code, out, err = exactly_once(capsys, "dry-run")

@@ -4,8 +4,9 @@ The package's parts import one way: a part may import the parts on the lines bel
 never one on its line or above (tests/test_layering.py keeps that true; inside `local/` its
 wings do the same, `local.WINGS`):
 
-    cli                           the command line
-    quality, deploy, services     data quality; deployment files; the local services
+    cli, testing                  the command line; the pytest plugin
+    quality, deploy, services,    data quality; deployment files; the local services;
+      workspace                   a bundle's pipelines with what a workspace gives them
     local                         the local runtime
     transforms                    bronze / silver / gold logic, what the pipeline files call
     kafka, exports                Kafka tooling; daily export files
@@ -18,8 +19,8 @@ Nothing is imported here.
 
 # Highest first; the order the docstring above gives.
 LAYERS = (
-    ("cli",),
-    ("quality", "deploy", "services"),
+    ("cli", "testing"),
+    ("quality", "deploy", "services", "workspace"),
     ("local",),
     ("transforms",),
     ("kafka", "exports"),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from textwrap import dedent
 from typing import Any
@@ -20,7 +21,10 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from exactly_once import cli
 from exactly_once.local.execution.pipeline import run_pipeline
 from exactly_once.local.observe.progress import UpdateResult
+from exactly_once.paths import pipeline_files
 from exactly_once.settings.pipeline import Settings
+from exactly_once.testing.harness import PipelineHarness
+from exactly_once.workspace.pipelines import files_pipeline
 
 ERROR = "exactly-once: error: "
 HEADER = "from pyspark import pipelines as dp\nfrom pyspark.sql import functions as F\n"
@@ -51,8 +55,29 @@ def json_files(directory: Path, **files: Iterable[dict[str, Any]]) -> Path:
 
 def run(spark: SparkSession, settings: Settings, root: Path, warehouse: Path,
         **options: Any) -> UpdateResult:
-    """One update of the pipeline in `root` into `warehouse` (`run_pipeline`'s options)."""
-    return run_pipeline(spark, settings, warehouse, pipelines_dir=root, **options)
+    """One update of the pipeline in `root` into `warehouse`, through the pytest plugin's
+    harness (exactly_once.testing): the corpus is the plugin's first user. `options`:
+    `full_refresh`, `refresh`, `configuration` (the pipeline's), as `run_pipeline` takes them;
+    any other goes to `run_pipeline` itself."""
+    files = tuple(pipeline_files(root))  # the folder's files now: a test may add one
+    key = (id(spark), str(warehouse))
+    configuration = options.pop("configuration", None)
+    harness = _harnesses.get(key)
+    if harness is None or set(options) - {"full_refresh", "refresh"}:
+        if set(options) - {"full_refresh", "refresh"}:  # progress, rederive...
+            return run_pipeline(spark, settings, warehouse, pipelines_dir=root,
+                                configuration=configuration, **options)
+        harness = _harnesses[key] = PipelineHarness(
+            spark, files_pipeline(root, files, settings), warehouse.parent / "harness",
+            warehouse=warehouse)
+    harness.pipeline = replace(harness.pipeline, files=files,
+                               configuration=dict(configuration or {}))
+    harness.update(**options)
+    assert harness.last is not None
+    return harness.last
+
+
+_harnesses: dict[tuple[int, str], PipelineHarness] = {}
 
 
 def delta(spark: SparkSession, path: Path | str) -> DataFrame:

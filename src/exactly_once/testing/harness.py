@@ -42,10 +42,13 @@ FLOW_COUNTS = ("input_rows", "output_rows", "batches", "duplicates_dropped",
 
 
 class PipelineHarness:
-    def __init__(self, spark: SparkSession, pipeline: LocalPipeline, folder: Path):
+    def __init__(self, spark: SparkSession, pipeline: LocalPipeline, folder: Path,
+                 warehouse: Path | None = None):
+        """`folder`: the harness's own (its warehouse, catalog, given files and records);
+        `warehouse`: another place for the warehouse."""
         self.spark = spark
         self.folder = folder
-        self.warehouse = folder / "warehouse"
+        self.warehouse = warehouse or folder / "warehouse"
         self._topics = folder / "topics"  # kcat dumps: a `file:` source
         self._given: set[TableName] = set()
         self._offsets: dict[tuple[str, int], int] = {}

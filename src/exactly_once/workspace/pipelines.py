@@ -73,6 +73,22 @@ class LocalPipeline:
                 "configuration": self.configuration}
 
 
+def files_pipeline(folder: Path, files: tuple[Path, ...], settings: Settings | None = None,
+                   configuration: Mapping[str, str] | None = None) -> LocalPipeline:
+    """Pipeline files with no bundle around them (a folder of them, as `--pipelines DIR` gives):
+    a pipeline `pipeline` publishing to `main.default`, stored under `folder`."""
+    resource = PipelineResource(key="pipeline", name="pipeline", catalog=None, schema=None,
+                                root_path=None, libraries=files,
+                                configuration=dict(configuration or {}), declared_in=folder)
+    bundle = Bundle(root=folder, name="pipeline", target="local", mode=None, variables={},
+                    pipelines={"pipeline": resource})
+    warehouse = folder / LOCAL_DIR / "warehouse"
+    return LocalPipeline(bundle=bundle, resource=resource, files=files, namespace=Namespace(),
+                         configuration=dict(configuration or {}), settings=settings,
+                         warehouse=warehouse, catalog=LocalCatalog(folder / LOCAL_DIR / "catalog",
+                                                                   folder / FIXTURES_DIR))
+
+
 def conf_dir(bundle_root: Path) -> Path | None:
     """The bundle's conf/ (this project's settings), or None when it carries none."""
     folder = bundle_root / CONF_DIR

@@ -184,14 +184,18 @@ class LocalCatalog:
         path = self.fixture_files().get(table)
         return None if path is None else fixtures.read_fixture(spark, path).schema
 
-    def missing(self, text: str, table: TableName, dataset: str | None = None
-                ) -> MissingTableError:
-        """The error of a read of `table` (written `text`) that nothing supplies."""
+    def missing(self, text: str, table: TableName, dataset: str | None = None,
+                datasets: Iterable[str] = ()) -> MissingTableError:
+        """The error of a read of `table` (written `text`) that nothing supplies; `datasets`:
+        the pipeline's, which the line lists."""
         where = self.fixtures or Path("fixtures")
+        listed = ", ".join(datasets)
+        qualified = "" if str(table) == text else f" ({table})"
         return MissingTableError(
-            f"reads table `{text}` ({table}), which the pipeline does not define and the local "
-            f"catalog does not hold: supply it as {where / table.file_stem}.json (an array of "
-            f"row objects), .csv (with a header) or .parquet", dataset=dataset)
+            f"reads table `{text}`{qualified}, which the pipeline does not define "
+            f"{f'(its datasets: {listed}) ' if listed else ''}and the local catalog does not "
+            f"hold: supply it as {where / table.file_stem}.json (an array of row objects), .csv "
+            f"(with a header) or .parquet", dataset=dataset)
 
     # -- volumes ----------------------------------------------------------------------------
     def volume_path(self, path: str) -> str:

@@ -9,7 +9,7 @@ catalog (catalog.py), and a name nothing supplies is one line saying how to supp
 
 from __future__ import annotations
 
-from collections.abc import Container
+from collections.abc import Container, Iterable
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
@@ -50,7 +50,7 @@ class ReadScope:
         return self.namespace.qualify(parts)
 
     def external(self, spark: SparkSession, text: str, streaming: bool,
-                 dataset: str | None = None) -> DataFrame | None:
+                 dataset: str | None = None, datasets: Iterable[str] = ()) -> DataFrame | None:
         """A read of a table the pipeline does not define: from the local catalog, or None for
         Spark to resolve (a name of the session catalog, a temporary view); one line
         (MissingTableError) when nothing supplies it."""
@@ -60,15 +60,16 @@ class ReadScope:
         df = self.catalog.read(spark, table, streaming)
         if df is not None:
             return df
-        self.require(spark, text, table, dataset)
+        self.require(spark, text, table, dataset, datasets)
         return None
 
     def require(self, spark: SparkSession, text: str, table: TableName,
-                dataset: str | None) -> None:
+                dataset: str | None, datasets: Iterable[str] = ()) -> None:
         """Nothing but Spark's own session can supply `table`: it must, or the read is one
-        line naming the table and the fixture file that would supply it."""
+        line naming the table and the fixture file that would supply it (and the pipeline's
+        `datasets`, which it may have meant)."""
         if len(split(text)) == 3 or not _spark_has(spark, text):
-            raise self.catalog.missing(text, table, dataset)
+            raise self.catalog.missing(text, table, dataset, datasets)
 
 
 def _spark_has(spark: SparkSession, text: str) -> bool:

@@ -228,7 +228,8 @@ class PipelineUpdate:
         if name is None:  # not ours: a table of the local catalog, or Spark's
             try:
                 return self.scope.external(session, text, streaming,
-                                           dataset=setup.table if setup else None)
+                                           dataset=setup.table if setup else None,
+                                           datasets=self.graph.outputs)
             except DeclarationError as err:
                 raise err.in_file(self.graph.declared_in.get(setup.flow if setup else "")) \
                     from None

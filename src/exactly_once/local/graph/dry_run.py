@@ -205,7 +205,8 @@ class _Analyzer:
         session = pipeline_session.current(self.spark)
         schema = self.scope.catalog.schema_of(session, table)
         if schema is None:
-            self.scope.require(session, text, table, self.stack[-1] if self.stack else None)
+            self.scope.require(session, text, table, self.stack[-1] if self.stack else None,
+                               self.graph.outputs)
             return None
         return _empty(session, schema, streaming)
 
