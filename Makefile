@@ -38,7 +38,8 @@ $(JARS)/.resolved: jvm/spark/pom.xml jvm/kafka-broker/pom.xml
 
 # Hadoop's local file system without chmod/readlink processes (local/engine/local_fs.py): three
 # small classes compiled against the Hadoop client in the pyspark wheel; no download.
-LOCAL_FS_SOURCES := $(wildcard jvm/local-fs/src/exactlyonce/localfs/*.java)
+JVM_SOURCES := src/exactly_once/local/engine/jvm
+LOCAL_FS_SOURCES := $(wildcard $(JVM_SOURCES)/local-fs/exactlyonce/localfs/*.java)
 $(LOCAL_FS_JAR): $(LOCAL_FS_SOURCES) $(VENV)/.installed
 	rm -rf $@.classes && mkdir -p $@.classes
 	javac --release 17 -Xlint:all -Werror -d $@.classes \
@@ -48,7 +49,7 @@ $(LOCAL_FS_JAR): $(LOCAL_FS_SOURCES) $(VENV)/.installed
 	rm -rf $@.classes
 # The local catalog's catalog level (local/catalog/): one Spark catalog plugin class compiled
 # against Spark's own jars in the pyspark wheel; no download.
-LOCAL_CATALOG_SOURCES := $(wildcard jvm/local-catalog/src/exactlyonce/catalog/*.java)
+LOCAL_CATALOG_SOURCES := $(wildcard $(JVM_SOURCES)/local-catalog/exactlyonce/catalog/*.java)
 $(LOCAL_CATALOG_JAR): $(LOCAL_CATALOG_SOURCES) $(VENV)/.installed
 	rm -rf $@.classes && mkdir -p $@.classes
 	javac --release 17 -Xlint:all,-path,-classfile -Werror -d $@.classes \
@@ -60,9 +61,9 @@ $(LOCAL_CATALOG_JAR): $(LOCAL_CATALOG_SOURCES) $(VENV)/.installed
 	rm -rf $@.classes
 # Hadoop's configuration without YARN's defaults (local/engine/hadoop_defaults.py): an empty
 # yarn-default.xml for the JVMs' launch class path.
-$(HADOOP_DEFAULTS_JAR): $(wildcard jvm/hadoop-defaults/*.xml)
+$(HADOOP_DEFAULTS_JAR): $(wildcard $(JVM_SOURCES)/hadoop-defaults/*.xml)
 	mkdir -p $(@D)
-	jar --create --file $@ -C jvm/hadoop-defaults .
+	jar --create --file $@ -C $(JVM_SOURCES)/hadoop-defaults .
 # Hadoop's S3A connector (hadoop-aws at the wheel's Hadoop, 3.5.0) and the AWS SDK v2 modules it
 # uses, for a warehouse on an object store: only `s3` and `s3-transfer-manager` with what they
 # need (18 MB), not the SDK's all-services `bundle` jar hadoop-aws names (686 MB).

@@ -41,7 +41,7 @@ from exactly_once.errors import (
     WarehouseLockedError,
 )
 from exactly_once.local.auto_cdc.from_snapshot import versions as snapshot_versions
-from exactly_once.local.engine import session
+from exactly_once.local.engine import jvm_parts, session
 from exactly_once.local.execution import pipeline, schema_check
 from exactly_once.local.execution.refresh import RefreshSelection, plan_refresh
 from exactly_once.local.execution.schema_check import Breakage
@@ -197,10 +197,15 @@ def test_a_dump_that_is_not_json_fails_its_flow(tmp_path):
 # -- in-process, before Spark starts -------------------------------------------------------------
 @covers(MissingJarsError)
 def test_missing_spark_jars(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(session, "JARS_DIR", tmp_path / "no-jars")
+    """No clone's jars, none in the user cache, and Maven Central out of reach."""
+    monkeypatch.setattr(jvm_parts, "JARS_DIR", tmp_path / "no-jars")
+    monkeypatch.setattr(jvm_parts, "USER_CACHE", tmp_path / "cache")
+    repository = f"http://127.0.0.1:{free_port()}/maven2"
+    monkeypatch.setattr(jvm_parts, "MAVEN_CENTRAL", repository)
     assert run(tmp_path) == 1
-    assert in_process_error_line(capsys) == \
-        f"no jars in {tmp_path / 'no-jars' / 'spark'}; run `make setup` first"
+    assert in_process_error_line(capsys).startswith(
+        f"cannot download {repository}/commons-logging/commons-logging/1.3.0/"
+        f"commons-logging-1.3.0.jar: ")
 
 
 @covers(WarehouseLockedError)

@@ -1,5 +1,5 @@
 """The session's Hadoop configuration without YARN's defaults (engine/hadoop_defaults.py,
-jvm/hadoop-defaults): what a write task carries and a scan broadcasts is Hadoop's core and
+engine/jvm/hadoop-defaults): what a write task carries and a scan broadcasts is Hadoop's core and
 MapReduce defaults and the session's settings, not the 527 properties of a resource manager the
 local runtime never talks to."""
 

@@ -6,19 +6,25 @@ import os
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
+# What an installed package (no clone around it) makes on first use: jars, compiled parts
+# (local/engine/jvm_parts.py).
+USER_CACHE = Path(os.environ.get("EXACTLY_ONCE_CACHE") or Path.home() / ".cache" / "exactly-once")
 CONF_DIR = PROJECT_ROOT / "conf"
 PIPELINES_DIR = PROJECT_ROOT / "pipelines"
 JARS_DIR = PROJECT_ROOT / ".cache" / "jars"
 # The JVM's class-data-sharing archive of what an update loads (local/engine/class_archive.py).
 CLASS_ARCHIVE = PROJECT_ROOT / ".cache" / "jvm" / "spark-classes.jsa"
-# Hadoop's local file system without forks (jvm/local-fs, local/engine/local_fs.py).
+# Hadoop's local file system without forks (local/engine/jvm/local-fs, local_fs.py).
 LOCAL_FS_JAR = PROJECT_ROOT / ".cache" / "jvm" / "exactly-once-local-fs.jar"
-# Hadoop without YARN's defaults (jvm/hadoop-defaults, local/engine/hadoop_defaults.py).
+# Hadoop without YARN's defaults (local/engine/jvm/hadoop-defaults, hadoop_defaults.py).
 HADOOP_DEFAULTS_JAR = PROJECT_ROOT / ".cache" / "jvm" / "exactly-once-hadoop-defaults.jar"
-# The local catalog's catalog level (jvm/local-catalog, local/engine/catalog_plugin.py).
+# The local catalog's catalog level (local/engine/jvm/local-catalog, catalog_plugin.py).
 LOCAL_CATALOG_JAR = PROJECT_ROOT / ".cache" / "jvm" / "exactly-once-local-catalog.jar"
 # Runtime state (warehouse, broker data and logs) lives under .local unless told otherwise.
-LOCAL_DIR = Path(os.environ.get("EXACTLY_ONCE_HOME", PROJECT_ROOT / ".local"))
+# (A package installed without its clone keeps it in the user cache.)
+LOCAL_DIR = Path(os.environ.get("EXACTLY_ONCE_HOME")
+                 or (PROJECT_ROOT / ".local" if (PROJECT_ROOT / "pyproject.toml").is_file()
+                     else USER_CACHE / "local"))
 DEFAULT_WAREHOUSE = LOCAL_DIR / "warehouse"
 BROKER_DIR = LOCAL_DIR / "kafka"
 # The local Spark standalone cluster (`exactly-once cluster start`): pids, logs, work dirs.

@@ -10,8 +10,9 @@
 
 The directories are the catalog: any process that opens them sees the same tables (the CLI, a
 second run, a notebook, a pytest session), and a Delta table keeps its own schema, properties
-and comments, so a name and a location are all an entry holds. Spark resolves the names through
-the catalog plugin (engine/catalog_plugin.py, jvm/local-catalog/); this module writes entries.
+and comments, so a name and a location are all an entry holds. Spark resolves the names
+through the catalog plugin (engine/catalog_plugin.py, engine/jvm/local-catalog/); this module
+writes entries.
 Why not a metastore: README, "Your own bundle".
 
 Tables the pipeline reads from outside come from the bundle's `fixtures/` folder: a file
@@ -33,7 +34,7 @@ from exactly_once.local.catalog import fixtures
 from exactly_once.local.catalog.names import Namespace, NameSyntaxError, TableName, split
 from exactly_once.local.engine import catalog_plugin
 
-LOCATION_FILE = "_location"  # as jvm/local-catalog reads it
+LOCATION_FILE = "_location"  # as engine/jvm/local-catalog reads it
 FIXTURE_HASH_FILE = "_fixture.sha256"
 VOLUMES_DIR = "_volumes"
 VOLUMES_PREFIX = "/Volumes/"

@@ -3,10 +3,13 @@
     session.py          the SparkSession: Delta, the Kafka source, the settings an update needs
     sql_parser.py       SQL text (expressions, a table's DDL schema) parsed as the session
                         parses it, with no query to analyze
-    local_fs.py         local files through Java NIO, not chmod/readlink processes (jvm/local-fs)
+    local_fs.py         local files through Java NIO, not chmod/readlink processes
+                        (jvm/local-fs)
     hadoop_defaults.py  Hadoop's configuration without YARN's defaults (jvm/hadoop-defaults)
     catalog_plugin.py   the Spark catalog plugin of the local catalog's catalogs
-                        (jvm/local-catalog): its class path, where it reads, registering names
+                        (jvm/local-catalog): its class path, where it reads, the names
+    jvm_parts.py        the JVM parts above and Delta's jars, found in the clone or made on
+                        first use (an installed package: javac, Maven Central)
     jvm_options.py      the Spark JVMs' options: the JIT, the collector, the class archive
     class_archive.py    the JVM's class-data-sharing archive, mapped at start
     update_settings.py  the settings an update runs with (the pipeline's configuration too),

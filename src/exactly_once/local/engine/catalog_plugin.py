@@ -1,5 +1,5 @@
 """The Spark side of the local catalog (local/catalog/): one catalog plugin class
-(`jvm/local-catalog/`, built by `make setup` into `LOCAL_CATALOG_JAR`) registered under each
+(`engine/jvm/local-catalog/`, built by `make setup` into `LOCAL_CATALOG_JAR`) registered under each
 catalog name, so that `catalog.schema.table` resolves in Spark SQL, `spark.table`, the catalog
 API (`SHOW TABLES IN samples.nyctaxi`, `spark.catalog.listTables`) and `DESCRIBE`, in every
 session the runtime builds.
@@ -16,8 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from exactly_once.errors import MissingJarsError
-from exactly_once.paths import LOCAL_CATALOG_JAR
+from exactly_once.local.engine import jvm_parts
 
 PLUGIN_CLASS = "exactlyonce.catalog.LocalCatalog"
 ROOT_KEY = "spark.exactlyonce.catalog.root"
@@ -26,16 +25,19 @@ CATALOG_KEY = "spark.sql.catalog.{}"
 SESSION_CATALOGS = ("spark_catalog",)
 
 
-def class_path(jar: Path = LOCAL_CATALOG_JAR) -> list[str]:
-    """The driver's launch class path entry of the plugin (catalogs live in the driver only)."""
-    if not jar.is_file():
-        raise MissingJarsError(f"no {jar.name} in {jar.parent}; run `make setup` first")
-    return [str(jar)]
+def class_path(jar: Path | None = None) -> list[str]:
+    """The driver's launch class path entry of the plugin (catalogs live in the driver only):
+    the clone's jar, else one made on first use (jvm_parts.py); none without javac."""
+    found = jar or jvm_parts.catalog_jar()
+    return [str(found)] if found is not None and found.is_file() else []
 
 
 def register(spark: Any, root: Path, catalogs: Iterable[str]) -> None:
-    """Point the session's catalogs `catalogs` at the local catalog under `root`."""
+    """Point the session's catalogs `catalogs` at the local catalog under `root` (without the
+    plugin, only the root: pipeline code's reads still resolve, Spark SQL's names do not)."""
     spark.conf.set(ROOT_KEY, str(root))
+    if not class_path():
+        return
     for name in catalogs:
         if name.lower() not in SESSION_CATALOGS:
             spark.conf.set(CATALOG_KEY.format(name), PLUGIN_CLASS)

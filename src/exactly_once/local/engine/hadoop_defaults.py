@@ -1,5 +1,5 @@
 """The Spark JVMs' Hadoop configuration without YARN's defaults: an empty `yarn-default.xml`
-(`jvm/hadoop-defaults/`, packed by `make setup` into `HADOOP_DEFAULTS_JAR`) ahead of Hadoop's
+(`engine/jvm/hadoop-defaults/`, packed by `make setup` into `HADOOP_DEFAULTS_JAR`) ahead of Hadoop's
 own on the JVMs' launch class path.
 
 The first Spark write of a JVM loads MapReduce's `JobConf`, whose static initializer adds
@@ -22,9 +22,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from exactly_once.paths import HADOOP_DEFAULTS_JAR
+from exactly_once.local.engine import jvm_parts
 
 
-def class_path(jar: Path = HADOOP_DEFAULTS_JAR) -> list[str]:
-    """The launch class path entries that leave YARN's defaults out; none until it is built."""
-    return [str(jar)] if jar.is_file() else []
+def class_path(jar: Path | None = None) -> list[str]:
+    """The launch class path entries that leave YARN's defaults out: the clone's jar, else one
+    made on first use (jvm_parts.py)."""
+    found = jar or jvm_parts.hadoop_defaults_jar()
+    return [str(found)] if found is not None and found.is_file() else []

@@ -1,5 +1,5 @@
 """Local files without child processes: the session's `file:` paths go through the project's
-Hadoop file system classes (`jvm/local-fs/`, built by `make setup` into `LOCAL_FS_JAR`).
+Hadoop file system classes (`engine/jvm/local-fs/`, built by `make setup` into `LOCAL_FS_JAR`).
 
 Hadoop's local file system starts a process whenever its native library is not loaded, and the
 pyspark wheel ships none: `chmod` for the permission of every file it creates, and `readlink`
@@ -26,20 +26,22 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from exactly_once.errors import MissingJarsError
-from exactly_once.paths import LOCAL_FS_JAR
+from exactly_once.local.engine import jvm_parts
 
 
-def class_path(jar: Path = LOCAL_FS_JAR) -> list[str]:
-    """The launch class path entry of the classes (the driver's, and a cluster's executors')."""
-    if not jar.is_file():
-        raise MissingJarsError(f"no {jar.name} in {jar.parent}; run `make setup` first")
-    return [str(jar)]
+def class_path(jar: Path | None = None) -> list[str]:
+    """The launch class path entry of the classes (the driver's, and a cluster's executors'):
+    the clone's jar, else one made on first use (jvm_parts.py); none where it cannot be made
+    (no javac): Hadoop's own classes then serve, with their processes."""
+    found = jar or jvm_parts.local_fs_jar()
+    return [str(found)] if found is not None and found.is_file() else []
 
 
 def spark_conf() -> dict[str, str]:
     """The session settings that route `file:` paths (FileSystem and FileContext) through the
-    classes, once `class_path` is on the JVMs' launch class path."""
+    classes, once `class_path` is on the JVMs' launch class path; none without them."""
+    if not class_path():
+        return {}
     return {
         "spark.hadoop.fs.file.impl": "exactlyonce.localfs.NioLocalFileSystem",
         "spark.hadoop.fs.AbstractFileSystem.file.impl": "exactlyonce.localfs.NioLocalFs",

@@ -12,9 +12,14 @@ import pyspark
 from pyspark.sql import SparkSession
 
 from exactly_once.errors import EngineError, MissingJarsError
-from exactly_once.local.engine import catalog_plugin, hadoop_defaults, jvm_options, local_fs
+from exactly_once.local.engine import (
+    catalog_plugin,
+    hadoop_defaults,
+    jvm_options,
+    jvm_parts,
+    local_fs,
+)
 from exactly_once.local.engine.deployment import Deployment
-from exactly_once.paths import JARS_DIR
 
 
 def _artifact(jar: Path) -> str:
@@ -26,7 +31,8 @@ def _artifact(jar: Path) -> str:
 
 
 def spark_jars(jars_dir: Path | None = None, *more: Path) -> list[str]:
-    """Delta and Kafka-source jars (default: `JARS_DIR/spark`, looked up when called), less any
+    """Delta and Kafka-source jars (default: the clone's `JARS_DIR/spark`, else the user cache's:
+    jvm_parts.py), less any
     artifact the pyspark wheel already ships.
 
     Maven resolves Delta's full runtime closure (Hadoop, Parquet, Jackson, ...); Spark already
@@ -34,7 +40,7 @@ def spark_jars(jars_dir: Path | None = None, *more: Path) -> list[str]:
     start. So only artifacts missing from the wheel are added.
     """
     jars: list[Path] = []
-    for directory in (jars_dir or JARS_DIR / "spark", *more):
+    for directory in (jars_dir or jvm_parts.spark_jar_dir(), *more):
         found = sorted(directory.glob("*.jar"))
         if not found:
             raise MissingJarsError(f"no jars in {directory}; run `make setup` first")
