@@ -1,6 +1,7 @@
-"""The session's local file system (engine/local_fs.py, engine/jvm/local-fs): the calls that started a
-`chmod` or `readlink` process start none, and what Delta's commits and Structured Streaming's
-checkpoint files rely on is unchanged: a file's permission, a rename that never overwrites."""
+"""The session's local file system (engine/local_fs.py, engine/jvm/local-fs): the calls that
+started a `chmod` or `readlink` process start none, and what Delta's commits and Structured
+Streaming's checkpoint files rely on is unchanged: a file's permission, a rename that never
+overwrites."""
 
 from __future__ import annotations
 
