@@ -11,6 +11,10 @@ import pytest
 
 from exactly_once.settings.pipeline import Settings, load_settings
 
+# Bundles the tests run (tests/bundles/*): their own tests run in their own pytest
+# (test_pytest_plugin.py), as a team runs them, not in this one.
+collect_ignore_glob = ["bundles/*"]
+
 # Registered once for the whole run, so each session fixture in them is set up once: a test module
 # that imported a fixture by name would get a definition (and a setup) of its own.
 pytest_plugins = ["kafka_fixtures", "quality_fixtures", "cluster_fixtures"]

@@ -201,12 +201,15 @@ class LocalCatalog:
     # -- volumes ----------------------------------------------------------------------------
     def volume_path(self, path: str) -> str:
         """`/Volumes/<catalog>/<schema>/<volume>/...` as the local directory that holds it; any
-        other path as it is."""
+        other path as it is. The volume itself exists, as a volume a pipeline names does on
+        Databricks (an empty one: a stream of it starts with no files); a folder in it is
+        there once something writes it."""
         if not path.startswith(VOLUMES_PREFIX):
             return path
         parts = path[len(VOLUMES_PREFIX):].split("/")
         if len(parts) < 3 or not all(parts[:3]):
             raise CatalogError(f"{path}: a volume path is /Volumes/<catalog>/<schema>/<volume>/...")
+        self.root.joinpath(VOLUMES_DIR, *parts[:3]).mkdir(parents=True, exist_ok=True)
         return str(self.root.joinpath(VOLUMES_DIR, *parts))
 
 

@@ -1,0 +1,92 @@
+"""The pytest plugin as a team uses it (issue "Test your pipeline with pytest"): `pytest` in a
+bundle's folder, with no conftest of its own, runs the bundle's tests against its pipeline.
+
+tests/bundles/tested_taxis is written as Databricks' templates are (its own files): its tests
+are a dataset unit test, a whole update over an external fixture table, a two-update
+incremental test and a YAML test. They run in a pytest of their own (a process, as a team runs
+them), next to the same four with one expected row wrong, each of which must fail with a diff
+that names the row.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+BUNDLE = Path(__file__).parent / "bundles" / "tested_taxis"
+
+# (file, the expected text made wrong, the wrong text, the diff's lines that name the row)
+WRONG = {
+    "test_fares_by_zip_alone": (
+        "test_taxis.py", '"trips": 2, "total_fare": 12.5', '"trips": 2, "total_fare": 13.0',
+        ["missing | 10103      | 2     | 13.0", "extra   | 10103      | 2     | 12.5"]),
+    "test_an_update_over_the_fixture_table": (
+        "test_taxis.py", '"trips": 1, "total_fare": 18.5', '"trips": 1, "total_fare": 21.0',
+        ["missing | 10199      | 1     | 21.0", "extra   | 10199      | 1     | 18.5"]),
+    "test_rides_arrive_in_two_updates": (
+        "test_taxis.py", '[{"zip": 1, "rides": 2}', '[{"zip": 1, "rides": 3}',
+        ["missing | 1   | 3", "extra   | 1   | 2"]),
+    "trips of no distance are dropped": (
+        "taxis.pipeline_test.yml", "{pickup_zip: 10103, trips: 1, total_fare: 8.0}",
+        "{pickup_zip: 10103, trips: 2, total_fare: 8.0}",
+        ["missing | 10103      | 2     | 8.0", "extra   | 10103      | 1     | 8.0"]),
+}
+
+
+@pytest.fixture(scope="module")
+def outcomes(tmp_path_factory) -> dict[str, str | None]:
+    """Each test of the bundle, and of its copy with one row wrong (`wrong_` files): None when
+    it passed, else its failure's text."""
+    root = tmp_path_factory.mktemp("bundle") / "tested_taxis"
+    shutil.copytree(BUNDLE, root)
+    tests = root / "tests"
+    for name, (file, right, wrong, _) in WRONG.items():
+        source = tests / file
+        text = source.read_text()
+        assert right in text, (name, right)
+        copy = tests / f"wrong_{file}"
+        copy.write_text((copy.read_text() if copy.exists() else text).replace(right, wrong))
+    (tests / "wrong_test_taxis.py").rename(tests / "test_wrong_taxis.py")
+    report = root / "report.xml"
+    env = {**os.environ, "EXACTLY_ONCE_ENGINE": "off"}
+    env.pop("PYTEST_XDIST_WORKER", None)
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
+                           f"--junitxml={report}"], cwd=root, env=env, capture_output=True,
+                          text=True, timeout=900)
+    assert report.is_file(), done.stdout + done.stderr
+    found: dict[str, str | None] = {}
+    for case in ET.parse(report).getroot().iter("testcase"):
+        failure = case.find("failure")
+        wrong = "wrong" in case.get("classname", "")
+        found[("wrong " if wrong else "") + case.get("name", "")] = \
+            None if failure is None else (failure.get("message", "") + (failure.text or ""))
+    return found
+
+
+def test_the_bundle_s_own_tests_pass(outcomes):
+    right = {name: failure for name, failure in outcomes.items() if not name.startswith("wrong")}
+    assert right == {name: None for name in WRONG}, right
+
+
+@pytest.mark.parametrize("name", list(WRONG))
+def test_a_wrong_expected_row_fails_with_a_diff_that_names_it(outcomes, name):
+    failure = outcomes.get(f"wrong {name}")
+    assert failure is not None, f"the wrong copy of `{name}` passed: {sorted(outcomes)}"
+    for line in WRONG[name][3]:
+        assert line in failure, failure
+    assert "1 missing, 1 extra" in failure, failure
+
+
+def test_the_plugin_costs_nothing_at_import():
+    """A pytest session that asks for none of its fixtures: no pyspark, no bundle read."""
+    done = subprocess.run([sys.executable, "-c", "import sys, exactly_once.testing.plugin; "
+                           "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+                           "('pyspark', 'py4j', 'yaml')))"], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip() == "[]", done.stdout
