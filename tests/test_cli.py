@@ -24,7 +24,7 @@ def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     (["run", "--source", "file:/no/such/file.jsonl"], 1,
      "no such file or directory: /no/such/file.jsonl"),
     (["produce", "/no/such/file.jsonl"], 1, "no such file"),
-    (["--target", "staging", "run"], 1, "unknown target 'staging'"),
+    (["--target", "staging", "run"], 1, "databricks.yml: targets: no target `staging`"),
 ])
 def test_bad_input_gets_a_one_line_error(args, code, message):
     done = cli(*args)

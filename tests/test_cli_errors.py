@@ -158,8 +158,8 @@ def test_a_table_of_a_warehouse_that_has_none(tmp_path):
     done = cli_run("show", "orders", "--warehouse", str(tmp_path))
     assert done.returncode == 1
     assert only_error_line(done.stderr) == \
-        f"no table `orders` in {tmp_path} or the local catalog ({tmp_path / '_catalog'}); the " \
-        f"pipeline's tables: none yet (run `exactly-once run` first)"
+        f"no table `orders` in {tmp_path} or the local catalog ({tmp_path / '_catalog'}); it " \
+        f"has no tables yet; run `exactly-once run` first"
 
 
 @covers(BrokerError)

@@ -41,7 +41,8 @@ def test_show_previews_a_table(in_session, quality_run, capsys):
 def test_show_of_a_missing_table_lists_the_tables(in_session, quality_run, capsys):
     assert cli.main(["show", "ordres", "--warehouse", str(quality_run.warehouse)]) == 1
     line = error_line(capsys)
-    assert line.startswith(f"no table `ordres` in {quality_run.warehouse}; its tables are ")
+    assert line.startswith(f"no table `ordres` in {quality_run.warehouse} or the local catalog "
+                           f"({quality_run.warehouse / '_catalog'}); its tables are ")
     tables = line.split("its tables are ")[1].split(", ")
     assert {"orders", "bronze_kafka_events", "event_log", "player_xp"} <= set(tables)
     assert "_pipeline" not in tables

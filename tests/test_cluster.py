@@ -32,6 +32,7 @@ from exactly_once.local.auto_cdc.from_snapshot.versions import AppliedSnapshot
 from exactly_once.local.execution.pipeline import run_pipeline
 from exactly_once.local.storage import files
 from exactly_once.local.storage.lock import WarehouseLock
+from exactly_once.paths import PROJECT_ROOT
 from exactly_once.services import cluster
 from exactly_once.services.processes import free_port, pid_alive, reap
 from exactly_once.services.s3_server import S3Server
@@ -42,7 +43,9 @@ pytestmark = pytest.mark.kafka
 
 def run_args(master: str, warehouse: str, bootstrap: str, topics: list[str],
              max_offsets: int) -> list[str]:
-    return ["run", "--quiet", "--master", master, "--warehouse", warehouse,
+    # --bundle: some of these runs start in a folder of their own, outside the project.
+    return ["run", "--quiet", "--bundle", str(PROJECT_ROOT), "--master", master,
+            "--warehouse", warehouse,
             "--bootstrap-servers", bootstrap, "--set", f"topics.orders.topic={topics[0]}",
             "--set", f"topics.player_rewards.topic={topics[1]}",
             "--set", f"kafka.max_offsets_per_trigger={max_offsets}"]

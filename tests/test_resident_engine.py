@@ -16,6 +16,7 @@ import pytest
 
 from exactly_once.kafka.generator import GeneratorConfig, generate_stream
 from exactly_once.kafka.kcat import write_kcat_jsonl
+from exactly_once.paths import PROJECT_ROOT
 
 
 def env_of(home: Path, **more: str) -> dict[str, str]:
@@ -55,8 +56,8 @@ def test_a_command_runs_in_the_engine_s_session_from_the_process_s_directory(eng
     """No JVM can start in the process (JAVA_HOME names nothing), so the update ran in the
     engine; relative paths are the process's."""
     dumps_in(tmp_path / "dumps", 3)
-    run = cli(engine, "run", "--source", "file:dumps", "--warehouse", "lake", cwd=tmp_path,
-              JAVA_HOME="/nonexistent")
+    run = cli(engine, "run", "--bundle", str(PROJECT_ROOT), "--source", "file:dumps",
+              "--warehouse", "lake", cwd=tmp_path, JAVA_HOME="/nonexistent")
     assert run.returncode == 0, run.stdout + run.stderr
     assert "Update finished in " in run.stdout
     assert f"Delta tables in {(tmp_path / 'lake').resolve()}" in run.stdout

@@ -117,7 +117,10 @@ def test_show_prints_every_row_as_csv_and_a_catalog_table_by_its_name(in_session
     code, out, err = exactly_once(capsys, "show", "no_such_table")
     assert code == 1
     assert one_error(err).startswith(
-        f"no table `no_such_table` in {root / '.local' / 'warehouse'} or the local catalog")
+        f"no table `no_such_table` in {root / '.local' / 'warehouse'} or the local catalog "
+        f"({root / '.local' / 'catalog'}); its tables are fares_by_zip, taxi_trips; the "
+        f"catalog's are dev_catalog.tester.fares_by_zip, dev_catalog.tester.taxi_trips, "
+        f"samples.nyctaxi.trips")
 
 
 def test_a_changed_fixture_is_what_the_next_update_reads(in_session, bundle, capsys):

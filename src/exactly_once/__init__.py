@@ -4,7 +4,8 @@ The package's parts import one way: a part may import the parts on the lines bel
 never one on its line or above (tests/test_layering.py keeps that true; inside `local/` its
 wings do the same, `local.WINGS`):
 
-    cli, testing                  the command line; the pytest plugin
+    testing                       the pytest plugin (a test session may go to the engine)
+    cli                           the command line
     quality, deploy, services,    data quality; deployment files; the local services;
       workspace                   a bundle's pipelines with what a workspace gives them
     local                         the local runtime
@@ -19,7 +20,8 @@ Nothing is imported here.
 
 # Highest first; the order the docstring above gives.
 LAYERS = (
-    ("cli", "testing"),
+    ("testing",),
+    ("cli",),
     ("quality", "deploy", "services", "workspace"),
     ("local",),
     ("transforms",),

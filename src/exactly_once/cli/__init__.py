@@ -16,6 +16,7 @@
     exactly-once explain TABLE KEY             every delivery of a key, from Kafka to gold
     exactly-once quality validate|dashboard    Great Expectations + Data Docs; the HTML dashboard
     exactly-once add-topic NAME --key K ...    a new topic: conf/, pipeline files, JSON Schema
+    exactly-once test [PYTEST ARGS]            pytest, in the resident engine when one runs
 
 One module per command, each with `add_parser(subparsers)`; this one only builds the parser
 and dispatches, to the resident engine when one runs (engine_client.py). Errors print one line
@@ -45,11 +46,12 @@ from exactly_once.cli import (
     rederive,
     run,
     show,
+    test,
 )
 from exactly_once.errors import ExactlyOnceError
 
 COMMANDS = (broker, cluster, engine, produce, generate, export_players, run, rederive, dry_run,
-            graph, show, events, explain, quality, add_topic)
+            graph, show, events, explain, quality, test, add_topic)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -4,6 +4,7 @@ of a key (or of an event), from Kafka to gold, read from the warehouse's tables.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from exactly_once.cli import common
 from exactly_once.paths import SPARK_LOG
@@ -16,6 +17,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("key", nargs="?", help="the key (the Kafka key: order_id, player_id)")
     parser.add_argument("--event", metavar="EVENT_ID", help="explain one event instead")
     parser.add_argument("--format", choices=["text", "json"], default="text")
+    common.add_bundle(parser)
     common.add_warehouse(parser)
 
 
@@ -27,14 +29,15 @@ def handle(args: argparse.Namespace) -> int:
     if (args.event is None) == (args.key is None):  # TABLE KEY, or --event alone
         args.parser.error("give TABLE KEY, or --event EVENT_ID")
     settings = common.settings_of(args)
-    explain.require_warehouse(args.warehouse)  # before a JVM starts
+    warehouse = Path(str(common.warehouse_of(args)))  # the bundle pipeline's, by default
+    explain.require_warehouse(warehouse)  # before a JVM starts
     if args.event is None:
-        explain.explainable_topic(args.warehouse, settings, args.table)
-    spark = session.build_session(args.warehouse, log_level="OFF", jvm_log=SPARK_LOG)
+        explain.explainable_topic(warehouse, settings, args.table)
+    spark = session.build_session(warehouse, log_level="OFF", jvm_log=SPARK_LOG)
     try:
-        explanation = (explain.explain_event(spark, args.warehouse, settings, args.event)
+        explanation = (explain.explain_event(spark, warehouse, settings, args.event)
                        if args.event is not None else
-                       explain.explain_key(spark, args.warehouse, settings, args.table, args.key))
+                       explain.explain_key(spark, warehouse, settings, args.table, args.key))
     finally:
         spark.stop()
     print(as_json(explanation) if args.format == "json" else as_text(explanation))

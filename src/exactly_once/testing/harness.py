@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
@@ -43,9 +44,10 @@ FLOW_COUNTS = ("input_rows", "output_rows", "batches", "duplicates_dropped",
 
 class PipelineHarness:
     def __init__(self, spark: SparkSession, pipeline: LocalPipeline, folder: Path,
-                 warehouse: Path | None = None):
+                 warehouse: Path | None = None, fixtures_seeded_in: Path | None = None):
         """`folder`: the harness's own (its warehouse, catalog, given files and records);
-        `warehouse`: another place for the warehouse."""
+        `warehouse`: another place for the warehouse; `fixtures_seeded_in`: a folder where the
+        bundle's fixture tables are seeded once for every harness that names it (a session's)."""
         self.spark = spark
         self.folder = folder
         self.warehouse = warehouse or folder / "warehouse"
@@ -58,7 +60,8 @@ class PipelineHarness:
             settings = dataclasses.replace(settings, source=f"file:{self._topics}")
         self.pipeline = dataclasses.replace(
             pipeline, settings=settings, warehouse=self.warehouse,
-            catalog=LocalCatalog(folder / "catalog", pipeline.catalog.fixtures))
+            catalog=LocalCatalog(folder / "catalog", pipeline.catalog.fixtures,
+                                 seeded_in=fixtures_seeded_in))
         self.last: UpdateResult | None = None
         self._loaded: PipelineGraph | None = None
 
@@ -86,6 +89,7 @@ class PipelineHarness:
                                f"it reads (or test the dataset alone: pipeline.dataset(...))")
         df = rows if isinstance(rows, DataFrame) else self._frame(rows, f"{table.file_stem}")
         catalog = self.pipeline.catalog
+        shutil.rmtree(catalog.entry(table), ignore_errors=True)  # a seeded fixture's pointer
         df.write.format("delta").mode("overwrite").option("overwriteSchema", True) \
             .save(str(catalog.entry(table)))
         self._given.add(table)

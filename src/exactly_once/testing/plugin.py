@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from exactly_once.testing.harness import PipelineHarness
 
 BUNDLE_INI = "exactly_once_bundle"
+ENGINE_INI = "exactly_once_engine"
 YAML_SUFFIX = ".pipeline_test.yml"
 
 
@@ -40,6 +41,28 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini(BUNDLE_INI, "the bundle the exactly-once fixtures run (default: the test "
                   "file's folder, or the nearest one above it with a databricks.yml)",
                   default="")
+    parser.addini(ENGINE_INI, "run the session in the resident engine when one runs "
+                  "(`exactly-once engine start`): no JVM start per pytest", type="bool",
+                  default=True)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> int | None:
+    """The whole session in the resident engine, when one runs and the session may go there:
+    a second `pytest` pays no JVM start. Not a session of several workers (pytest-xdist), nor
+    one inside the engine already (EXACTLY_ONCE_ENGINE=off there)."""
+    import os
+
+    if (not config.getini(ENGINE_INI) or getattr(config.option, "numprocesses", None)
+            or os.environ.get("EXACTLY_ONCE_ENGINE", "").lower() == "off"
+            or os.environ.get("PYTEST_XDIST_WORKER")):
+        return None
+    from exactly_once.cli import engine_client
+    from exactly_once.services import engine
+
+    if engine.status(engine_client.ENGINE_DIR) is None:
+        return None
+    return engine_client.forward(["test", *config.invocation_params.args])
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
@@ -75,11 +98,18 @@ def load_fixture(spark: SparkSession, request: pytest.FixtureRequest
     return load
 
 
+@pytest.fixture(scope="session")
+def _exactly_once_fixture_tables(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the bundles' fixture tables are seeded once for the session's tests."""
+    return tmp_path_factory.mktemp("fixture-tables")
+
+
 @pytest.fixture
-def pipeline_for(spark: SparkSession, request: pytest.FixtureRequest,
-                 tmp_path: Path) -> Callable[..., PipelineHarness]:
+def pipeline_for(spark: SparkSession, request: pytest.FixtureRequest, tmp_path: Path,
+                 _exactly_once_fixture_tables: Path) -> Callable[..., PipelineHarness]:
     """`pipeline_for("KEY", target=None, variables=None)`: the bundle's pipeline KEY on a
-    warehouse and catalog of this test's own."""
+    warehouse and catalog of this test's own (the bundle's fixture tables are seeded once per
+    session, and read by each test as they are)."""
     made: list[int] = []
 
     def open_pipeline(key: str | None = None, target: str | None = None,
@@ -90,7 +120,8 @@ def pipeline_for(spark: SparkSession, request: pytest.FixtureRequest,
         bundle = open_bundle(bundle_folder(request), target, variables)
         made.append(len(made))
         folder = tmp_path / f"pipeline-{len(made)}"
-        return PipelineHarness(spark, local_pipeline(bundle, key), folder)
+        return PipelineHarness(spark, local_pipeline(bundle, key), folder,
+                               fixtures_seeded_in=_exactly_once_fixture_tables)
     return open_pipeline
 
 

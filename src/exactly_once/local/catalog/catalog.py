@@ -46,6 +46,10 @@ class LocalCatalog:
     fixtures: Path | None = None  # the bundle's fixtures/ folder
     # Tables whose rows a test gave (testing/harness.py): no fixture file replaces them.
     given: frozenset[TableName] = frozenset()
+    # Where fixture tables are seeded once and shared by every catalog that names this folder
+    # (a pytest session's tests, each with a catalog of its own): each catalog then holds a
+    # pointer to the seeded table, never written through it. None: each catalog its own.
+    seeded_in: Path | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "root", Path(self.root).absolute())
@@ -134,11 +138,17 @@ class LocalCatalog:
             digest = fixtures.digest(path)
             if stamp.is_file() and stamp.read_text().strip() == digest:
                 continue
-            if (entry / LOCATION_FILE).is_file():
+            if (entry / LOCATION_FILE).is_file() and not stamp.is_file():
                 raise CatalogError(f"{path} supplies {table}, which a pipeline publishes as its "
                                    f"own dataset: rename the fixture or the dataset")
-            (fixtures.read_fixture(spark, path).write.format("delta").mode("overwrite")
-             .option("overwriteSchema", True).save(str(entry)))
+            if self.seeded_in is None:
+                _write_fixture(spark, path, entry)
+            else:
+                shared = self.seeded_in / f"{table.file_stem}-{digest[:16]}"
+                if not (shared / "_delta_log").is_dir():
+                    _write_fixture(spark, path, shared)
+                entry.mkdir(parents=True, exist_ok=True)
+                (entry / LOCATION_FILE).write_text(f"{shared}\n")
             stamp.write_text(digest + "\n")
             written.append(table)
         return written
@@ -211,6 +221,11 @@ class LocalCatalog:
             raise CatalogError(f"{path}: a volume path is /Volumes/<catalog>/<schema>/<volume>/...")
         self.root.joinpath(VOLUMES_DIR, *parts[:3]).mkdir(parents=True, exist_ok=True)
         return str(self.root.joinpath(VOLUMES_DIR, *parts))
+
+
+def _write_fixture(spark: SparkSession, path: Path, table: Path) -> None:
+    (fixtures.read_fixture(spark, path).write.format("delta").mode("overwrite")
+     .option("overwriteSchema", True).save(str(table)))
 
 
 def local_path(spark: SparkSession, path: str) -> str:

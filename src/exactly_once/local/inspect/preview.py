@@ -50,12 +50,15 @@ def located(warehouse: Warehouse, scope: ReadScope, text: str) -> tuple[str, str
     where = None if table is None else scope.catalog.location(table)
     if table is not None and where is not None:
         return str(table), where
-    names = table_names(warehouse)
     catalog = [str(t) for t in scope.catalog.tables()]
+    if not warehouse.root.is_dir() and not catalog:
+        raise InspectError(f"no warehouse at {warehouse.root}; run `exactly-once run` first")
+    names = table_names(warehouse)
     raise InspectError(f"no table `{text}` in {warehouse.root} or the local catalog "
-                       f"({scope.catalog.root}); the pipeline's tables: "
-                       f"{', '.join(names) or 'none yet (run `exactly-once run` first)'}"
-                       + (f"; the catalog's: {', '.join(catalog)}" if catalog else ""))
+                       f"({scope.catalog.root}); "
+                       + (f"its tables are {', '.join(names)}" if names
+                          else "it has no tables yet; run `exactly-once run` first")
+                       + (f"; the catalog's are {', '.join(catalog)}" if catalog else ""))
 
 
 def rows(spark: SparkSession, where: str) -> tuple[DataFrame, int]:
