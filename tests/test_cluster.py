@@ -51,6 +51,11 @@ def run_args(master: str, warehouse: str, bootstrap: str, topics: list[str],
             "--set", f"kafka.max_offsets_per_trigger={max_offsets}"]
 
 
+def keys_tables(keys: list[str]) -> set[str]:
+    """The tables of the store's keys `warehouse/<table>/...`."""
+    return {k.split("/")[1] for k in keys if k.count("/") > 1}
+
+
 def apps_run_on(info: cluster.ClusterInfo) -> list[dict]:
     status = cluster.master_status(info.ui)
     assert status is not None
@@ -126,8 +131,12 @@ def test_the_warehouse_on_the_object_store_and_a_worker_killed_mid_update(
                      "_pipeline/auto_cdc/orders/_delta_log/00000000000000000000.json"):
         assert f"warehouse/{expected}" in keys, expected
     assert list(cwd.iterdir()) == [], "nothing written in the working directory"
-    assert {p.name for p in (tmp_path / "home").iterdir()} <= {"logs", "scratch"}, \
-        "locally, only the JVM's log and the driver's scratch space"
+    assert {p.name for p in (tmp_path / "home").iterdir()} <= {"logs", "scratch", "catalog"}, \
+        "locally, only the JVM's log, the driver's scratch space and the local catalog's names"
+    catalog = tmp_path / "home" / "catalog"
+    assert {p.read_text().strip() for p in catalog.rglob("_location")} <= \
+        {f"s3a://{s3_store.bucket}/warehouse/{t}" for t in keys_tables(keys)}, \
+        "the catalog names the store's tables"
 
     copy = tmp_path / "copy"  # the store's tables, read with this session's (local) Spark
     for key in (k for k in keys if not k.endswith("/")):  # not S3A's directory markers

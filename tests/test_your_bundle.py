@@ -118,8 +118,8 @@ def test_show_prints_every_row_as_csv_and_a_catalog_table_by_its_name(in_session
     assert code == 1
     assert one_error(err).startswith(
         f"no table `no_such_table` in {root / '.local' / 'warehouse'} or the local catalog "
-        f"({root / '.local' / 'catalog'}); its tables are fares_by_zip, taxi_trips; the "
-        f"catalog's are dev_catalog.tester.fares_by_zip, dev_catalog.tester.taxi_trips, "
+        f"({root / '.local' / 'catalog'}); its tables are event_log, fares_by_zip, taxi_trips; "
+        f"the catalog's are dev_catalog.tester.fares_by_zip, dev_catalog.tester.taxi_trips, "
         f"samples.nyctaxi.trips")
 
 
