@@ -64,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = parse(sys.argv[1:] if argv is None else argv)
     try:
         if engine_client.serves(args):
             return engine_client.forward(sys.argv[1:] if argv is None else argv)
@@ -74,6 +74,17 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    """The command line; `test`'s arguments are pytest's, whatever they look like (`-k x`)."""
+    parser = build_parser()
+    position = test.position(argv)
+    if position is None:
+        return parser.parse_args(argv)
+    args = parser.parse_args(argv[:position + 1])
+    args.pytest_args = argv[position + 1:]
+    return args
 
 
 def one_line(message: str) -> str:
