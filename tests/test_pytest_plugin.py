@@ -90,3 +90,32 @@ def test_the_plugin_costs_nothing_at_import():
                            "('pyspark', 'py4j', 'yaml')))"], capture_output=True, text=True,
                           check=True)
     assert done.stdout.strip() == "[]", done.stdout
+
+
+def test_this_project_s_pipeline_tested_with_the_plugin(pipeline):
+    """The plugin on this repository's own bundle (its conf/ settings): Kafka records given as
+    kcat envelopes, a redelivery and a stale update among them; gold holds each order's newest
+    state once, and the ledger each grant once, over two updates."""
+    from events import grant, order
+
+    from exactly_once.testing import assert_table
+
+    ts = 1_795_255_260_000  # the records' Kafka timestamps: after the events' occurred_at
+    pipeline.given("orders", [
+        {"key": "o1", "payload": order("e1", "o1", 1, status="created"), "ts": ts},
+        {"key": "o1", "payload": order("e2", "o1", 2, status="paid"), "ts": ts + 1},
+        {"key": "o1", "payload": order("e2", "o1", 2, status="paid"), "ts": ts + 2},
+    ])
+    pipeline.given("player-rewards", [{"key": "p1", "payload": grant("g1", "p1", 5), "ts": ts}])
+    counts = pipeline.update()
+    assert counts["silver_orders"]["duplicates_dropped"] == 1
+    assert_table(pipeline.table("orders"), [{"order_id": "o1", "status": "paid"}])
+    pipeline.given("orders", [  # a stale redelivery of the first event, and a new one
+        {"key": "o1", "payload": order("e1", "o1", 1, status="created"), "ts": ts + 3},
+        {"key": "o2", "payload": order("e3", "o2", 1, status="created"), "ts": ts + 4},
+    ])
+    pipeline.given("player-rewards", [{"key": "p1", "payload": grant("g2", "p1", 7), "ts": ts}])
+    pipeline.update()
+    assert_table(pipeline.table("orders"), [{"order_id": "o1", "status": "paid"},
+                                            {"order_id": "o2", "status": "created"}])
+    assert_table(pipeline.table("player_xp"), [{"player_id": "p1", "total_xp": 12}])

@@ -6,6 +6,7 @@ their process. One engine for the module."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -147,3 +148,25 @@ def test_a_write_from_inside_a_send_follows_its_line():
     channel = _Channel(sock)  # type: ignore[arg-type]
     channel.send("out", "update 1 finished\n")
     assert sock.sent == [b'{"out": "update 1 finished\\n"}\n', b'{"err": "SIGINT: stopping\\n"}\n']
+
+
+def test_a_bundle_s_pytest_runs_in_the_engine(engine, tmp_path):
+    """A plain `pytest` in a bundle's folder goes to the running engine (the pytest plugin): no
+    JVM can start in the process (JAVA_HOME names nothing), yet the bundle's tests run their
+    updates; a second run reads an edited test anew."""
+    bundle = tmp_path / "tested_taxis"
+    shutil.copytree(PROJECT_ROOT / "tests" / "bundles" / "tested_taxis", bundle)
+    tests = bundle / "tests" / "test_taxis.py"
+    tests.write_text(tests.read_text().split("\n\ndef test_rides_arrive")[0] + "\n")
+    env = env_of(engine, JAVA_HOME="/nonexistent")
+    env.pop("PYTEST_XDIST_WORKER", None)
+    first = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+                           cwd=bundle, env=env, capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "3 passed" in first.stdout, first.stdout
+    tests.write_text(tests.read_text().replace('"total_fare": 12.5', '"total_fare": 13.0'))
+    second = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                             "tests/test_taxis.py"], cwd=bundle, env=env, capture_output=True,
+                            text=True, timeout=600)
+    assert second.returncode == 1, second.stdout + second.stderr
+    assert "missing | 10103      | 2     | 13.0" in second.stdout, second.stdout
