@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from auto_cdc_crash import crash_after_target_commit
 from pyspark.sql import functions as F
-from spark_probes import ShuffledRowsByStep, last_operation, scan_of
+from spark_probes import ShuffledRowsByStep, last_operation
 
 from exactly_once.errors import FlowError
 from exactly_once.local.auto_cdc import changes
@@ -14,9 +14,9 @@ from exactly_once.local.auto_cdc.scd2 import (
     apply_scd2_batch,
     ensure_state_table,
     target_schema,
-    versions_in_target,
 )
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
+from exactly_once.local.storage import delta_log
 from exactly_once.table_properties import TOMBSTONE_GC_NEVER_SECONDS
 
 SCHEMA = "id STRING, seq BIGINT, kind STRING, status STRING, note STRING, off BIGINT"
@@ -66,25 +66,33 @@ def delete(key, seq):
     return (key, seq, "delete", None, None, 0)
 
 
-def test_versions_into_an_empty_target_are_appended_and_later_ones_merged(spark, tmp_path):
+def test_versions_into_an_empty_target_are_appended_and_later_ones_replace_theirs(spark,
+                                                                                 tmp_path):
     """An empty target has no version to close or replace: the batch's versions are appended,
-    one write; the next batch MERGEs, closing them."""
+    one write; the next batch's versions replace those of its keys (one overwrite commit whose
+    predicate names the keys), closing them; other keys' rows stay as they were."""
     h = History(spark, tmp_path)
     h.apply([up("a", 1, "new"), up("a", 2, "paid"), up("b", 1, "new")])
     assert last_operation(h.target) == "WRITE"
     assert h.rows() == [("a", "new", "", 1, 2), ("a", "paid", "", 2, None),
                         ("b", "new", "", 1, None)]
+    h.apply([up("c", 1, "new")])
     h.apply([up("a", 3, "shipped"), delete("b", 2)])
-    assert last_operation(h.target) == "MERGE"
+    commit = delta_log.commit_info(h.target, delta_log.latest_version(h.target))
+    assert commit["operation"] == "WRITE"
+    assert commit["operationParameters"]["mode"] == "Overwrite"
+    assert "'a'" in commit["operationParameters"]["predicate"] \
+        and "'c'" not in commit["operationParameters"]["predicate"]
     assert h.rows() == [("a", "new", "", 1, 2), ("a", "paid", "", 2, 3),
-                        ("a", "shipped", "", 3, None), ("b", "new", "", 1, 2)]
+                        ("a", "shipped", "", 3, None), ("b", "new", "", 1, 2),
+                        ("c", "new", "", 1, None)]
 
 
 def test_a_batch_reads_only_its_own_keys_journal_and_versions(spark, tmp_path, monkeypatch):
     """The journal holds every event of every key; a batch needs only its own keys' events
     (for a journal of more rows than `changes.KEYED_STATE_READ_MIN_ROWS`, 100 here), which are
     kept as the journal is read, before it is reduced to one event per sequence and replayed,
-    and only its keys' versions of the target: the rows the batch's steps before its MERGE
+    and its write replaces only its keys' versions of the target: the rows the batch's steps
     shuffle follow the batch (3 events, 2 keys), not the journal and target (300 keys)."""
     monkeypatch.setattr(changes, "KEYED_STATE_READ_MIN_ROWS", 100)
     h = History(spark, tmp_path)
@@ -92,27 +100,47 @@ def test_a_batch_reads_only_its_own_keys_journal_and_versions(spark, tmp_path, m
     shuffled = ShuffledRowsByStep(spark)
     h.apply([up("k007", 2, "paid"), up("k007", 1, "new"), up("fresh", 1, "new")],
             step=shuffled.step)
-    assert shuffled.rows["changes"] + shuffled.rows["versions"] <= 20, shuffled.rows
+    # The replace's shuffles also carry Delta's own: its snapshot of the target rebuilt from
+    # the log's actions (a dozen here), before it finds the files that hold the keys.
+    assert shuffled.rows["changes"] + shuffled.rows["target replace"] <= 40, shuffled.rows
     rows = h.rows()
     assert len(rows) == 302 and ("k007", "new", "", 1, 2) in rows \
         and ("k007", "paid", "", 2, None) in rows and ("fresh", "new", "", 1, None) in rows
 
 
-def test_the_versions_a_batch_replaces_are_read_as_the_files_the_target_s_log_names(spark,
-                                                                                  tmp_path):
-    """The target's versions of the batch's keys, the rows its MERGE may delete, are read as
-    the Parquet files of the target's latest version, not through Delta's scan (a Spark job
-    more per update): the same rows as Delta's reader, also after MERGEs rewrote files."""
-    h = History(spark, tmp_path)
-    h.apply([up("a", 1, "new"), up("b", 1, "new"), up("c", 1, "new")])
-    h.apply([up("a", 2, "paid"), delete("b", 2)])
-    h.apply([up("a", 3, "shipped"), up("c", 2, "paid")])
-    keys = spark.createDataFrame([("a",), ("b",)], "id STRING")
-    read = versions_in_target(spark, h.target, keys, h.spec)
-    delta = spark.read.format("delta").load(h.target).join(keys, "id", "left_semi") \
-        .select("id", "__START_AT")
-    assert scan_of(read) == "paths"
-    assert sorted(read.collect()) == sorted(delta.collect()) and read.count() == 4
+@pytest.mark.parametrize("key_type, values", [
+    ("INT, region STRING", [(1, "eu"), (1, "us"), (2, "it's")]),  # typed literals
+    ("TIMESTAMP, region STRING", [("2026-01-01 00:00:00.000001", "eu"),  # as JSON
+                                  ("2026-01-01 00:00:00.000001", "us"),
+                                  ("2026-01-02 00:00:00", "eu")]),
+])
+def test_a_batch_replaces_the_versions_of_its_keys_whatever_their_type(spark, tmp_path,
+                                                                       key_type, values):
+    """The target's rows a batch replaces are named by their keys: a composite key, of a type
+    cast from a string exactly (then typed literals) or not (then `to_json` of the keys), and
+    a quote in a key. Only the batch's keys' rows change."""
+    schema = f"id {key_type}, seq BIGINT, status STRING"
+    spec = AutoCdcSpec(name="hist", target="h", source="s", keys=("id", "region"),
+                       sequence_by=F.col("seq"), stored_as_scd_type=2)
+    target, state = str(tmp_path / "target"), str(tmp_path / "state")
+    rows = [(spark.sql(f"SELECT CAST('{v}' AS {key_type.split(',')[0]})").first()[0]
+             if isinstance(v, str) else v, r) for v, r in values]
+    sample = spark.createDataFrame([], schema)
+    spark.createDataFrame([], target_schema(spec, sample)).write.format("delta").save(target)
+    ensure_state_table(spark, spec, sample, state)
+
+    def apply(batch_id, events):
+        apply_scd2_batch(spark, spark.createDataFrame(events, schema), spec, target, state,
+                         BatchWrite("q", batch_id))
+
+    apply(0, [(*key, 1, "new") for key in rows])
+    apply(1, [(*rows[0], 2, "paid"), (*rows[2], 2, "paid")])
+    assert last_operation(target) == "WRITE"
+    got = sorted((r["id"], r["region"], r["status"], r["__START_AT"], r["__END_AT"])
+                 for r in spark.read.format("delta").load(target).collect())
+    assert got == sorted([(*rows[0], "new", 1, 2), (*rows[0], "paid", 2, None),
+                          (*rows[1], "new", 1, None),
+                          (*rows[2], "new", 1, 2), (*rows[2], "paid", 2, None)])
 
 
 def test_versions_deletes_and_late_events(spark, tmp_path):
@@ -163,7 +191,7 @@ def test_a_crash_between_the_commits_and_rejected_rows(spark, tmp_path, monkeypa
              ("b", None, "upsert", "x", "", 0)]
     with crash_after_target_commit(monkeypatch):
         h.apply(batch, batch_id=1)
-    stats = h.apply(batch, batch_id=1)  # the replay: target merge skipped, journal written
+    stats = h.apply(batch, batch_id=1)  # the replay: target write skipped, journal written
     assert stats.rejected == 2
     h.apply([up("a", 4, "paid", "m")], batch_id=2)  # decided from the replayed journal
     assert h.rows() == [("a", "new", "n", 1, 3), ("a", "paid", "m", 3, None)]

@@ -12,13 +12,24 @@ from dataclasses import dataclass, fields
 
 from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
+from pyspark.sql.types import (
+    BooleanType,
+    ByteType,
+    DateType,
+    DecimalType,
+    IntegerType,
+    LongType,
+    ShortType,
+    StringType,
+    StructType,
+)
 
 from exactly_once.errors import DeclarationError, FlowError
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.storage import delta_log
 from exactly_once.local.storage.schema_evolution import stored_schema
 from exactly_once.local.storage.snapshot_files import read_latest
+from exactly_once.local.storage.table_definition import sql_literal
 
 SEQUENCE = "__sequence"
 TIE = "__tie"  # breaks equal sequences: struct(deleted, content hash)
@@ -241,6 +252,33 @@ def state_of_keys(spark: SparkSession, path: str, keys: DataFrame | None,
     if rows is not None and rows <= KEYED_STATE_READ_MIN_ROWS:
         return state
     return rows_of_keys(state, keys, spec)
+
+
+# Key types whose values a CAST from their string form gives back exactly, so `keys_predicate`
+# names them as typed literals (which Delta's file statistics can skip on).
+_CAST_FROM_STRING = (StringType, ByteType, ShortType, IntegerType, LongType, DecimalType,
+                     DateType, BooleanType)
+
+
+def keys_predicate(rows: DataFrame, spec: AutoCdcSpec) -> str:
+    """A SQL predicate over the target's columns: the row's keys are among those of `rows`
+    (collected now, a batch's keys: one Spark job; made distinct here, not by a shuffle). Keys
+    of a type that has no exact string form (a timestamp, a double, a struct...) compare as
+    `to_json` of the keys, which both sides compute in the same session."""
+    keys = ["`" + k.replace("`", "``") + "`" for k in spec.keys]
+    types = [rows.schema[k].dataType for k in spec.keys]
+    if all(isinstance(t, _CAST_FROM_STRING) for t in types):
+        found = rows.select(*[F.col(k).cast("string") for k in keys]).collect()
+        tuples = sorted({tuple(f"CAST({sql_literal(v)} AS {t.simpleString()})"
+                               for v, t in zip(row, types, strict=True)) for row in found})
+        if len(keys) == 1:
+            return f"{keys[0]} IN ({', '.join(t[0] for t in tuples)})"
+        return f"({', '.join(keys)}) IN ({', '.join('(' + ', '.join(t) + ')' for t in tuples)})"
+    fields = ", ".join(f"{sql_literal(k)}, {quoted}" for k, quoted in zip(spec.keys, keys,
+                                                                          strict=True))
+    as_json = f"to_json(named_struct({fields}))"
+    texts = {str(row[0]) for row in rows.select(F.expr(as_json)).collect()}
+    return f"{as_json} IN ({', '.join(sorted(sql_literal(text) for text in texts))})"
 
 
 def merge_condition(spec: AutoCdcSpec, extra: tuple[str, ...] = ()) -> str:

@@ -75,6 +75,13 @@ def state_caught_up(target_path: str, state_path: str) -> bool:
     return state_batch is not None and state_batch >= marker.batch
 
 
+def replace_once(rows: DataFrame, path: str, predicate: str, spec: AutoCdcSpec, role: str,
+                 write: BatchWrite) -> bool:
+    """Replace the rows of `spec`'s `role` table that match `predicate` with `rows`, in one
+    commit, once per batch."""
+    return idempotent.replace(rows, path, predicate, write.marker(spec, role), write.replayed)
+
+
 def record_rejected(events: DataFrame, source_columns: list[str], spec: AutoCdcSpec,
                     rejected_path: str | None, write: BatchWrite) -> None:
     """Append the tagged batch's rejected events to the rejected-rows table (once per batch).

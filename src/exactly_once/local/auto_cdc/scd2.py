@@ -17,18 +17,17 @@ the higher tie-break is the event. Per batch:
 3. for the keys the remaining events touch, the journal plus those events are replayed in
    sequence order into versions, so a late event lands where it belongs: it can split a version
    or fill a gap, and an upsert older than a delete makes a closed version, never a current one;
-4. one MERGE on (keys, `__START_AT`) replaces those keys' versions in the target (update,
-   insert, delete; into an empty target, an append of the versions), then the events are
-   appended to the journal.
+4. those versions replace every row of those keys in the target, in one commit (Delta's
+   `replaceWhere` on the keys; into an empty target, an append of the versions), then the
+   events are appended to the journal.
 Steps 1-2 are one Spark job. Both writes are idempotent per batch (commits.py) and the decisions
 come only from the journal, which is written last: a replay after a crash between them skips the
-target MERGE and appends the same journal rows as the first attempt would have.
+target's write and appends the same journal rows as the first attempt would have.
 """
 
 from __future__ import annotations
 
-from delta.tables import DeltaTable
-from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
+from pyspark.sql import DataFrame, Observation, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType
 
@@ -44,7 +43,7 @@ from exactly_once.local.auto_cdc.changes import (
     batch_counts_observed,
     data_columns,
     fill_null_updates,
-    merge_condition,
+    keys_predicate,
     null_ignoring,
     observed_counts,
     rows_of_keys,
@@ -58,7 +57,6 @@ from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.engine.materialize import computed_once
 from exactly_once.local.storage import delta_log, schema_evolution
 from exactly_once.local.storage.delta_log import is_delta_table
-from exactly_once.local.storage.snapshot_files import read_latest
 from exactly_once.local.storage.warehouse import (
     AutoCdcTables,
     as_written,
@@ -67,7 +65,6 @@ from exactly_once.local.storage.warehouse import (
 )
 
 START_AT, END_AT = "__START_AT", "__END_AT"
-OP = "__op"
 
 
 def tracked_columns(spec: AutoCdcSpec, source_columns: list[str]) -> list[str]:
@@ -163,15 +160,6 @@ def journal_events(spark: SparkSession, state_path: str, spec: AutoCdcSpec,
     return _one_per_sequence(journal.withColumn(TIE, tie_break(columns)), spec)
 
 
-def versions_in_target(spark: SparkSession, target_path: str, keys: DataFrame,
-                       spec: AutoCdcSpec) -> DataFrame:
-    """(keys, `__START_AT`) of the target's versions of `keys`: the rows the batch's MERGE
-    may have to delete. Read as the files the target's log names (storage/snapshot_files.py), as
-    the journal is: a Spark job fewer per update than Delta's scan of a target at a new version
-    (BENCHMARKS.md, "SCD2's target read before its MERGE")."""
-    return rows_of_keys(read_latest(spark, target_path), keys, spec).select(*spec.keys, START_AT)
-
-
 def apply_scd2_batch(spark: SparkSession, batch: DataFrame, spec: AutoCdcSpec,
                      target_path: str, state_path: str, write: BatchWrite, *,
                      rejected_path: str | None = None) -> CdcBatchStats:
@@ -229,34 +217,21 @@ def _apply(spark: SparkSession, spec: AutoCdcSpec, write: BatchWrite,
         .join(fresh.select(*spec.keys, SEQUENCE), [*spec.keys, SEQUENCE], "left_anti")
     history = kept.unionByName(fresh.drop(TIE))
     versions = versions_of(history, spec, columns, tracked, order)
-    written = [*order, START_AT, END_AT]
+    written = versions.select(*[F.col(f"`{c}`") for c in [*order, START_AT, END_AT]])
     if delta_log.row_count(target_path) == 0:
-        # Nothing to match in an empty target (its log says no rows): the MERGE could only
-        # insert the versions, so they are appended, one write job (scd1.py's `_apply`).
+        # Nothing to replace in an empty target (its log says no rows): an append of the
+        # versions, one write job (scd1.py's `_apply`).
         with write.step("target append"):
-            committed = commits.append_once(versions.select(*[F.col(f"`{c}`") for c in written]),
-                                            target_path, spec, "target", write)
+            committed = commits.append_once(written, target_path, spec, "target", write)
     else:
-        obsolete = versions_in_target(spark, target_path, affected, spec) \
-            .join(versions.select(*spec.keys, START_AT), [*spec.keys, START_AT], "left_anti")
-        ops = versions.withColumn(OP, F.lit("upsert")).unionByName(
-            obsolete.withColumn(OP, F.lit("delete")), allowMissingColumns=True)
-        with write.step("versions"):
-            # Computed once, before the MERGE: Delta would otherwise evaluate this plan
-            # (windows over the journal, a join with the target) again for each of its passes.
-            ops = computed_once(ops)
-        values: dict[str, str | Column] = {f"`{c}`": f"s.`{c}`" for c in written}
-        unchanged = " AND ".join(f"t.`{c}` <=> s.`{c}`" for c in [*columns, END_AT])
-        target_merge = (
-            DeltaTable.forPath(spark, target_path).alias("t")
-            .merge(ops.alias("s"), merge_condition(spec, (START_AT,)))
-            .whenMatchedDelete(condition=f"s.{OP} = 'delete'")
-            .whenMatchedUpdate(condition=f"s.{OP} = 'upsert' AND NOT ({unchanged})", set=values)
-            .whenNotMatchedInsert(condition=f"s.{OP} = 'upsert'", values=values)
-        )
-        with write.step("target merge"):
-            committed = commits.merge_once(spark, target_merge, target_path, spec, "target",
-                                           write)
+        # Every version of the keys is in `versions` (replayed from the journal), so they
+        # replace the target's rows of those keys in one commit: Delta rewrites the files that
+        # hold them, and the versions are computed once, as they are written. A MERGE needed
+        # them computed first, then joined them with the target twice (BENCHMARKS.md, "Issue
+        # 58").
+        with write.step("target replace"):
+            committed = commits.replace_once(written, target_path, keys_predicate(fresh, spec),
+                                             spec, "target", write)
     with write.step("journal append"):
         commits.append_once(fresh.drop(TIE), state_path, spec, "state", write)
     return committed
