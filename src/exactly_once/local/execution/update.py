@@ -40,6 +40,7 @@ from exactly_once.local.graph.expectations import ObservedExpectations, apply_ex
 from exactly_once.local.graph.flow_declarations import is_once
 from exactly_once.local.graph.reads import resolved_reads
 from exactly_once.local.graph.registry import PipelineGraph
+from exactly_once.local.graph.sql_queries import resolved_sql
 from exactly_once.local.observe import event_log
 from exactly_once.local.observe.progress import FlowResult, Progress, UpdateResult
 from exactly_once.local.observe.timeline import UPDATE, WAIT_FOR_UPSTREAM, Timeline
@@ -124,7 +125,7 @@ class PipelineUpdate:
             self._tables[name] = Future[None]()
             self._tables[name].set_result(None)
         try:
-            with resolved_reads(self._resolve):
+            with resolved_reads(self._resolve), resolved_sql(self._resolve):
                 futures = [self._table_update(name) for name in [*plan.update, *plan.sinks]]
                 errors = [f.exception() for f in futures]  # waits for every table's thread
             first_error = next((e for e in errors if e is not None), None)

@@ -57,6 +57,7 @@ from exactly_once.local.graph.flow_declarations import check_flow_query, is_once
 from exactly_once.local.graph.loader import run_file
 from exactly_once.local.graph.reads import resolved_reads
 from exactly_once.local.graph.registry import PipelineGraph
+from exactly_once.local.graph.sql_queries import resolved_sql
 from exactly_once.settings.pipeline import Settings
 
 
@@ -279,7 +280,8 @@ def analyze_graph(spark: SparkSession, graph: PipelineGraph, problems: Sequence[
     analyzer = _Analyzer(spark, graph, graph.declared_in, stored)
     # A dataset with a problem of its declaration is not analyzed: its problem is reported.
     analyzer.failed.update(p.dataset for p in problems if p.dataset)
-    with quiet_query_context(), resolved_reads(analyzer.resolve):
+    with quiet_query_context(), resolved_reads(analyzer.resolve), \
+            resolved_sql(analyzer.resolve):
         for name in graph.outputs:
             try:
                 analyzer.dataset(name)
