@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from exactly_once.cli import common
 from exactly_once.paths import DEFAULT_WAREHOUSE
@@ -46,4 +47,6 @@ def handle(args: argparse.Namespace) -> int:
     print(f"dry run: {len(analysis.files)} pipeline files, {len(analysis.dataflow.datasets)} "
           f"datasets, {len(flows)} flows; no problems")
     print(analysis.dataflow.text())
+    for warning in analysis.warnings:
+        print(f"exactly-once: warning: {warning.line()}", file=sys.stderr)
     return 0

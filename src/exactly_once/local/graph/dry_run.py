@@ -85,6 +85,8 @@ class Analysis:
     # flow -> the schema its query writes (an AUTO CDC flow: its target's); a flow whose
     # query did not analyze has none.
     schemas: dict[str, StructType] = field(default_factory=dict)
+    # What Databricks runs but makes a table depend on when the pipeline runs (a warning each).
+    warnings: list[Problem] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -289,7 +291,9 @@ def analyze_graph(spark: SparkSession, graph: PipelineGraph, problems: Sequence[
                 pass
     return Analysis(graph, _dataflow(graph, analyzer.reads, graph.declared_in,
                                      analyzer.batch_tables),
-                    [*problems, *analyzer.problems], schemas=analyzer.flow_schemas)
+                    [*problems, *analyzer.problems], schemas=analyzer.flow_schemas,
+                    warnings=[Problem(message, graph.declared_in.get(table), table)
+                              for table, message in graph.wall_clock_warnings()])
 
 
 def _load(spark: SparkSession, files: Sequence[Path]) -> tuple[PipelineGraph, list[Problem]]:
