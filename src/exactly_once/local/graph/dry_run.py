@@ -53,7 +53,11 @@ from exactly_once.local.graph.dataflow import (
 )
 from exactly_once.local.graph.dataset_declarations import batch_table_with_flows
 from exactly_once.local.graph.expectations import Expectation, apply_expectations, declared
-from exactly_once.local.graph.flow_declarations import check_flow_query, is_once
+from exactly_once.local.graph.flow_declarations import (
+    check_append_query,
+    check_flow_query,
+    is_once,
+)
 from exactly_once.local.graph.loader import run_file
 from exactly_once.local.graph.reads import resolved_reads
 from exactly_once.local.graph.registry import PipelineGraph
@@ -187,11 +191,23 @@ class _Analyzer:
                                             file=self.declared_in.get(flow.name))):
             df = flow.func()  # Auto Loader's schema inferred, nothing recorded
         check_flow_query(flow, df, self.graph.sink(flow.target))
+        if self._appends(flow):
+            check_append_query(flow.name, flow.target, df)
         for e in declared(flow.func):
             _check_expectation(df, e)
         df, _ = apply_expectations(df, declared(flow.func), flow.target)
         _ = df.schema  # analysis is the point
         return df
+
+    def _appends(self, flow: Flow) -> bool:
+        """Whether `flow` is an append flow into a streaming table, as an update decides it
+        (update.PipelineUpdate._runner): not once, not into a sink, a view or a materialized
+        view, and not a `@dp.table`'s own query (which a batch query makes a materialized
+        view)."""
+        target = flow.target
+        return not (is_once(flow) or self.graph.sink(target) is not None
+                    or self.graph.is_view(target) or self.graph.is_materialized_view(target)
+                    or (flow.name == target and self.graph.query_decides_kind(target)))
 
     def _inline_view(self, name: str) -> DataFrame:
         """A read of temporary view `name`: its query, built in the reader's."""

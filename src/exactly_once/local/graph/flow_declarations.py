@@ -188,6 +188,16 @@ def check_flow_query(flow: Flow, df: DataFrame, sink: Sink | None) -> None:
         check_kafka_rows(sink.name, flow.name, df.schema)
 
 
+def check_append_query(flow_name: str, target: str, df: DataFrame) -> None:
+    """An append flow into a streaming table (no `once`) appends a stream: `run` and `dry-run`
+    refuse a batch query in these words, naming the file and the table (SQL's twin: INSERT INTO
+    without STREAM)."""
+    if not df.isStreaming:
+        raise DeclarationError(f"flow `{flow_name}` writes to streaming table `{target}` but its "
+                               "query is not a stream; read with spark.readStream, declare it "
+                               "once=True, or declare a materialized view", dataset=target)
+
+
 def check_kafka_rows(sink: str, flow: str, schema: StructType) -> None:
     """The columns Spark's Kafka writer takes: `value` (string or binary), and optionally `key`
     (the same), `headers` (array<struct<key: string, value: binary>>) and `partition` (int);
