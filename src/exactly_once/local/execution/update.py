@@ -19,7 +19,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, NoReturn
 
 from pyspark.pipelines.flow import Flow
 from pyspark.sql import DataFrame, SparkSession
@@ -94,6 +94,7 @@ class PipelineUpdate:
         self._waits_for: dict[str, set[str]] = {}  # table -> tables its flows wait for
         self._reset: set[str] = set()
         self._setup = threading.local()  # .flow: the _FlowSetup of the flow this thread builds
+        self._failures: list[Exception] = []  # what the flows that failed raised
 
     def run(self, selection: RefreshSelection | None = None) -> UpdateResult:
         timeline = self.timeline
@@ -419,7 +420,12 @@ class PipelineUpdate:
             self.progress.flow_started(flow.name, kind)
             self._finished(FlowResult(flow=flow.name, target=flow.target, kind=kind))
             return
-        df, setup = self._built_against_upstream(flow)
+        try:
+            df, setup = self._built_against_upstream(flow)
+        except Exception as err:
+            if any(err is failure for failure in self._failures):  # an upstream flow's
+                raise
+            self._failed(flow, self._runner(flow, None)[0], err, started)
         kind, run = self._runner(flow, df)
         if setup.streamed & self._reset and flow.target not in self._reset:
             # A kept table (protected, or not selected) reads a table rebuilt in this update:
@@ -429,24 +435,32 @@ class PipelineUpdate:
         try:
             self._check_query(flow, kind, df)
             result = run(df, self.warehouse, self.progress, self.timeline)
-        except Exception as err:  # the event log records the failure, then it propagates
-            # Spark's own errors outside a query (creating a table, say) as one line too.
-            failure = err if isinstance(err, ExactlyOnceError) else flow_error(flow.name, err)
-            if isinstance(failure, DeclarationError):  # found once the query was built
-                failure.in_file(self.graph.declared_in.get(flow.name))
-            with self._lock:
-                self.result.flows.append(FlowResult(
-                    flow=flow.name, target=flow.target, kind=kind, status="FAILED",
-                    error=str(failure), seconds=self.timeline.now() - started))
-            if failure is err:
-                raise
-            raise failure from err
+        except Exception as err:
+            self._failed(flow, kind, err, started)
         result.seconds = self.timeline.now() - started
         for o in setup.observed:  # expectation counts, from the same pass that wrote the rows
             o.collect(result.observed)
             result.expectations += o.metrics
             result.dropped_records = (result.dropped_records or 0) + o.dropped_records
         self._finished(result)
+
+    def _failed(self, flow: Flow | AutoCdcSpec | SnapshotCdcSpec, kind: str, err: Exception,
+                started: float) -> NoReturn:
+        """Record `flow`'s failure (while its query was built, or while it ran) for the event
+        log, then raise it as one line naming the flow."""
+        # Spark's own errors outside a query (creating a table, say) as one line too.
+        failure = err if isinstance(err, ExactlyOnceError) else flow_error(flow.name, err)
+        if isinstance(failure, DeclarationError):  # found once the query was built
+            failure.in_file(self.graph.declared_in.get(flow.name))
+        with self._lock:
+            self.result.flows.append(FlowResult(
+                flow=flow.name, target=flow.target, kind=kind, status="FAILED",
+                error=str(failure), seconds=self.timeline.now() - started))
+            # A flow that reads this one's table gets this error: not a failure of its own.
+            self._failures += [err, failure]
+        if failure is err:
+            raise err
+        raise failure from err
 
     def _finished(self, result: FlowResult) -> None:
         self.progress.flow_finished(result)
