@@ -122,16 +122,19 @@ def analyze_pipelines(args: argparse.Namespace) -> Analysis:
     their own, with no warehouse: nothing is read or written."""
     from exactly_once.local.engine import session
     from exactly_once.local.graph.dry_run import analyze
+    from exactly_once.local.storage.warehouse import Warehouse
 
     settings = settings_of(args)
     settings = dataclasses.replace(settings, source=resolve_source(settings.source))
     files = pipeline_files(args.pipelines) if args.pipelines.is_dir() else []
     if not files:
         raise CliError(f"no pipeline files (*.py, *.sql) in {args.pipelines}")
+    # The warehouse the next update writes: its snapshot versions are what it asks for.
+    warehouse = Warehouse(args.warehouse) if getattr(args, "warehouse", None) else None
     with tempfile.TemporaryDirectory(prefix="exactly-once-") as scratch:
         spark = session.build_session(Path(scratch), log_level="OFF", jvm_log=SPARK_LOG)
         try:
-            return analyze(spark, settings, files)
+            return analyze(spark, settings, files, warehouse)
         finally:
             spark.stop()
 

@@ -17,7 +17,7 @@ per dataset whose query does not analyze. A dataset that reads a broken one is n
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -62,6 +62,8 @@ from exactly_once.local.graph.loader import run_file
 from exactly_once.local.graph.reads import resolved_reads
 from exactly_once.local.graph.registry import PipelineGraph
 from exactly_once.local.graph.sql_queries import resolved_sql
+from exactly_once.local.graph.stored_tables import StoredTables
+from exactly_once.local.storage.warehouse import Warehouse
 from exactly_once.settings.pipeline import Settings
 
 
@@ -103,10 +105,11 @@ class _Blocked(Exception):
 
 class _Analyzer:
     def __init__(self, spark: SparkSession, graph: PipelineGraph, declared_in: dict[str, str],
-                 stored: Callable[[str], StructType | None] | None = None):
+                 stored: StoredTables | None = None, ask_snapshots: bool = True):
         self.spark, self.graph, self.declared_in = spark, graph, declared_in
-        # Given: a snapshot function is not asked; its target's stored schema stands for it.
-        self.stored = stored
+        # A snapshot function is asked for what the next update asks it (the stored version),
+        # or not asked, its target's stored schema standing for it.
+        self.stored, self.ask_snapshots = stored, ask_snapshots
         self.problems: list[Problem] = []
         self.schemas: dict[str, StructType] = {}
         self.failed: set[str] = set()
@@ -237,24 +240,26 @@ class _Analyzer:
         """The first snapshot's query (the function asked as before a first update, or the
         table read), checked as an update checks it; reading a snapshot's rows is left out."""
         function = spec.source_function
-        if function is not None and self.stored is not None:
-            schema = self.stored(spec.target)
-            if schema is None:
+        latest = self.stored.snapshot_version(spec.target) if self.stored else None
+        stored = self.stored.schema(spec.target) if self.stored else None
+        result = function(latest) if function is not None and self.ask_snapshots else None
+        if function is not None and result is None and (latest is not None
+                                                        or not self.ask_snapshots):
+            if stored is None:
                 raise _Blocked(spec.target)  # not analyzed: nothing stored to compare with
-            return self.spark.createDataFrame([], schema)
+            return self.spark.createDataFrame([], stored)  # no new snapshot: the table stands
         if function is None:
             snapshot = snapshot_flow.table_snapshot(pipeline_session.current(self.spark),
                                                     str(spec.source), self.resolve)
             version: object = snapshot_flow.processing_time()
         else:
-            result = function(None)
             if result is None:
                 raise GraphError(f"AUTO CDC FROM SNAPSHOT flow `{spec.name}`: "
                                  f"{snapshot_flow.asked(spec, None)} returned None: there is no "
                                  "first snapshot, and an update would fail")
-            snapshot, version = snapshot_flow.check_shape(spec, None, result)
-            snapshot_versions.check_next(spec.name, snapshot_flow.asked(spec, None), version,
-                                         None)
+            snapshot, version = snapshot_flow.check_shape(spec, latest, result)
+            snapshot_versions.check_next(spec.name, snapshot_flow.asked(spec, latest), version,
+                                         latest)
         snapshot_flow.check_columns(spec, snapshot.columns)
         return self.spark.createDataFrame([], target_schema(
             snapshot.schema, spec.stored_as_scd_type, snapshot_versions.spark_type(version)))
@@ -276,26 +281,36 @@ class _Analyzer:
         return _empty(pipeline_session.current(self.spark), self.dataset(name), streaming)
 
 
-def analyze(spark: SparkSession, settings: Settings, files: Sequence[Path]) -> Analysis:
+def analyze(spark: SparkSession, settings: Settings, files: Sequence[Path],
+            warehouse: Warehouse | None = None) -> Analysis:
     """Load `files` and analyze every dataset's query, collecting the problems; the settings'
-    pipeline configuration is in the session meanwhile, as in an update."""
+    pipeline configuration is in the session meanwhile, as in an update. `warehouse`: the one
+    the next update writes, whose snapshot versions say what its snapshot functions are asked
+    (none: as before a first update)."""
     for key, value in settings.to_conf().items():
         spark.conf.set(key, value)  # as run_pipeline: what pipeline code reads its settings from
     with update_settings.configured(spark, settings.configuration):
         graph, problems = _load(spark, files)
-        analysis = analyze_graph(spark, graph, problems)
+        stored = None
+        if warehouse is not None:
+            try:  # where each table is stored (a declared `path`), as an update finds it
+                stored = StoredTables(warehouse.declaring(graph.definitions()))
+            except DeclarationError as err:
+                problems.append(Problem.of(err))
+        analysis = analyze_graph(spark, graph, problems, stored)
     analysis.files = list(files)
     return analysis
 
 
 def analyze_graph(spark: SparkSession, graph: PipelineGraph, problems: Sequence[Problem] = (),
-                  stored: Callable[[str], StructType | None] | None = None) -> Analysis:
+                  stored: StoredTables | None = None, ask_snapshots: bool = True) -> Analysis:
     """Analyze every dataset's query of a loaded graph (its pipeline settings and
     configuration in `spark`'s conf), collecting the problems; `problems`: those found loading
-    it. `stored`: a table's stored schema (None: no table), given when the analysis must not
-    ask AUTO CDC FROM SNAPSHOT functions for a snapshot (an update's check: asking is the
-    update's, with the version it has applied); such a flow writes its target's schema."""
-    analyzer = _Analyzer(spark, graph, graph.declared_in, stored)
+    it. `stored`: the warehouse's tables, so an AUTO CDC FROM SNAPSHOT function is asked with
+    the version the next update asks it (None only before the first); `ask_snapshots` False
+    when it must not be asked at all (an update's check and `rederive`: asking is the update's,
+    with the version it has applied): such a flow writes its target's stored schema."""
+    analyzer = _Analyzer(spark, graph, graph.declared_in, stored, ask_snapshots)
     # A dataset with a problem of its declaration is not analyzed: its problem is reported.
     analyzer.failed.update(p.dataset for p in problems if p.dataset)
     with quiet_query_context(), resolved_reads(analyzer.resolve), \
