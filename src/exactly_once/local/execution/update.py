@@ -36,6 +36,7 @@ from exactly_once.local.execution import flows, schema_check, sinks, streams
 from exactly_once.local.execution.refresh import RefreshSelection, plan_refresh
 from exactly_once.local.execution.streams import flow_error
 from exactly_once.local.graph.dataset_declarations import batch_table_with_flows
+from exactly_once.local.graph.event_hooks import run_hooks
 from exactly_once.local.graph.expectations import ObservedExpectations, apply_expectations, declared
 from exactly_once.local.graph.flow_declarations import is_once
 from exactly_once.local.graph.reads import resolved_reads
@@ -147,8 +148,13 @@ class PipelineUpdate:
             self.result.seconds = timeline.now()
             timeline.count_spark_jobs(self.spark)
             with timeline.span(UPDATE, "event log"):
-                event_log.append(self.spark, self.warehouse, self.result.flows, self.update_id,
-                                 timeline)
+                events = event_log.append(self.spark, self.warehouse, self.result.flows,
+                                          self.update_id, timeline)
+            if self.graph.event_hooks:  # each event to each hook; none fails the update
+                with timeline.span(UPDATE, "event hooks"):
+                    event_log.append_hook_progress(
+                        self.spark, self.warehouse, run_hooks(self.graph.event_hooks, events),
+                        self.update_id)
         return self.result
 
     def _table_update(self, name: str) -> Future[None]:

@@ -18,7 +18,7 @@ from pyspark import pipelines as dp
 
 from exactly_once.local.auto_cdc.from_snapshot.spec import SnapshotCdcDeclarations
 from exactly_once.local.auto_cdc.spec import AutoCdcDeclarations
-from exactly_once.local.graph import dataset_declarations, expectations
+from exactly_once.local.graph import dataset_declarations, event_hooks, expectations
 from exactly_once.local.graph.flow_declarations import FlowDeclarations
 from exactly_once.local.graph.registry import PipelineGraph
 
@@ -39,6 +39,7 @@ def installed(graph: PipelineGraph) -> Iterator[None]:
         "append_flow": flows.append_flow,
         "create_sink": flows.create_sink,
         "foreach_batch_sink": flows.foreach_batch_sink,
+        "on_event_hook": event_hooks.on_event_hook(graph.register_event_hook),
         **expectations.DECORATORS,  # expect, expect_or_drop, expect_or_fail, expect_all, ...
         **dataset_declarations.DECLARATIONS,  # table, materialized_view, temporary_view, ...
     }

@@ -31,6 +31,7 @@ from exactly_once.local.auto_cdc.from_snapshot.spec import SnapshotCdcSpec
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.graph import expectations
 from exactly_once.local.graph.dataset_declarations import DeclaredStreamingTable, PublishedView
+from exactly_once.local.graph.event_hooks import EventHook
 from exactly_once.local.storage.table_definition import TableDefinition
 from exactly_once.table_properties import (
     TOMBSTONE_GC_NEVER_SECONDS,
@@ -51,6 +52,8 @@ class PipelineGraph(GraphElementRegistry):
     # name); `loading` is the file running now, as messages show it (loader.py).
     declared_in: dict[str, str] = field(default_factory=dict)
     loading: str | None = None
+    # `@dp.on_event_hook`s, in declaration order: not part of the dataflow (event_hooks.py).
+    event_hooks: list[EventHook] = field(default_factory=list)
 
     def register_output(self, output: Output) -> None:
         if output.name in self.outputs:
@@ -58,6 +61,12 @@ class PipelineGraph(GraphElementRegistry):
                              file=self.loading)
         self.outputs[output.name] = output
         self._declared(output.name)
+
+    def register_event_hook(self, hook: EventHook) -> None:
+        if any(h.name == hook.name for h in self.event_hooks):
+            raise GraphError(f"event hook `{hook.name}` is defined twice", dataset=hook.name,
+                             file=self.loading)
+        self.event_hooks.append(hook)
 
     def register_flow(self, flow: Flow) -> None:
         if any(f.name == flow.name for f in self.flows):
