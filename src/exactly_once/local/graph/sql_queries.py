@@ -114,11 +114,12 @@ def resolved_sql(resolve: Resolver) -> Iterator[None]:
         return _run_reading(self, sqlQuery, reads, frame, args)
 
     # Replacing the method is the purpose here; the replacement has pyspark's signature.
+    outer = SparkSession.sql
     SparkSession.sql = sql  # type: ignore[method-assign,assignment]
     try:
         yield
     finally:
-        SparkSession.sql = _SQL  # type: ignore[method-assign]
+        SparkSession.sql = outer  # type: ignore[method-assign]
 
 
 def _run_reading(spark: SparkSession, text: str, reads: tuple[Read, ...],
