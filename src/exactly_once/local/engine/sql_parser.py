@@ -100,8 +100,9 @@ def parse_table_schema(ddl: str) -> TableSchema:
     schema string) takes generated columns, defaults and constraints; a ParseException when it
     is not one. Parsed only: nothing is created or analyzed."""
     session: Any = SparkSession.active()
-    plan = session._jsparkSession.sessionState().sqlParser().parsePlan(
-        f"CREATE TABLE t ({ddl}) USING delta")
+    with quiet_query_context():  # its error is the declaration's one line
+        plan = session._jsparkSession.sessionState().sqlParser().parsePlan(
+            f"CREATE TABLE t ({ddl}) USING delta")
     jcolumns, jconstraints = plan.columns(), plan.tableSpec().constraints()
 
     def option(value: Any) -> Any:

@@ -40,7 +40,11 @@ from pyspark.pipelines.source_code_location import SourceCodeLocation
 from pyspark.sql.types import LongType, StructField, StructType
 
 from exactly_once.errors import DeclarationError, GraphError, first_line
-from exactly_once.local.engine.sql_parser import ColumnDefinition, parse_table_schema
+from exactly_once.local.engine.sql_parser import (
+    ColumnDefinition,
+    parse_table_schema,
+    quiet_query_context,
+)
 from exactly_once.local.graph import source_locations
 from exactly_once.local.graph.expectations import DROP, FAIL, WARN, Expectation
 from exactly_once.local.storage.table_definition import COMMENT, GENERATED, identity_metadata
@@ -267,7 +271,8 @@ def _plain_parse_error(schema: str, err: ParseException) -> BaseException:
         return err  # a rule of its own (an identity column's step of 0, say): its words
     session: Any = SparkSession.active()
     try:
-        session._jsparkSession.sessionState().sqlParser().parseTableSchema(schema)
+        with quiet_query_context():
+            session._jsparkSession.sessionState().sqlParser().parseTableSchema(schema)
     except ParseException as plain:
         return plain
     return err
