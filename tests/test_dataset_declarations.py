@@ -414,10 +414,13 @@ REFUSED = {
         table('schema="id BIGINT, ts TIMESTAMP, CONSTRAINT c CHECK (id > 0)"'),
         "table: schema: CHECK constraints are not supported by the local runtime; declare the "
         "rule as an expectation (dp.expect_or_fail)"),
-    "an identity column": (
+    "an identity column that is not BIGINT": (
+        table('schema="id INT GENERATED ALWAYS AS IDENTITY, ts TIMESTAMP"'),
+        "table: schema: identity column `id` is INT: Delta's identity columns are BIGINT"),
+    "a value for an ALWAYS identity column": (
         table('schema="id BIGINT GENERATED ALWAYS AS IDENTITY, ts TIMESTAMP"'),
-        "table: schema: identity columns (GENERATED ... AS IDENTITY) are not supported by the "
-        "local runtime"),
+        "its query does not fit its declared schema: column `id` is GENERATED ALWAYS AS "
+        "IDENTITY: Delta gives its values, the query may not"),
     "a default": (
         table('schema="id BIGINT DEFAULT 0, ts TIMESTAMP"'),
         "table: schema: column defaults (DEFAULT) are not supported by the local runtime"),

@@ -170,19 +170,6 @@ CASES = {
     "a dataset with no flow": (
         {"lonely": HEADER + 'dp.create_streaming_table(name="lonely")\n'}, "lonely", "lonely",
         "dataset `lonely` has no flow"),
-    "tombstones an SCD2 sibling keeps": (
-        {"changes": CHANGES, "current": HEADER + dedent("""
-            dp.create_streaming_table(name="current")
-            dp.create_auto_cdc_flow(target="current", source="changes", keys=["id"],
-                                    sequence_by="ts")
-            dp.create_streaming_table(name="history")
-            dp.create_auto_cdc_flow(target="history", source="changes", keys=["id"],
-                                    sequence_by="ts", stored_as_scd_type=2)
-            """)}, "current", "current",
-        "`current` expires tombstones after 172800 s "
-        "(pipelines.cdc.tombstoneGCThresholdInSeconds) but the SCD2 table `history` over the "
-        "same changes keeps every delete: they would disagree once an older event arrives after "
-        "expiry; keep the tombstones (exactly_once.table_properties.TOMBSTONES_KEPT)"),
 }
 
 

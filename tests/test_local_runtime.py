@@ -12,7 +12,7 @@ from events import grant
 from pyspark.pipelines.output import MaterializedView, StreamingTable, TemporaryView
 from spark_probes import last_execution_id, last_operation, sql_plans_since
 
-from exactly_once.errors import FlowError, GraphError
+from exactly_once.errors import DeclarationError, GraphError
 from exactly_once.local.auto_cdc.from_snapshot.spec import SnapshotCdcSpec
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.execution.pipeline import run_pipeline
@@ -305,7 +305,9 @@ def test_a_batch_query_into_a_streaming_table_names_the_flow(spark, tmp_path):
         def backfill():
             return spark.range(1)
     """)
-    with pytest.raises(FlowError, match="flow `backfill` writes to streaming table `events`"):
+    with pytest.raises(DeclarationError,
+                       match="defs.py: dataset `events`: flow `backfill` writes to streaming "
+                             "table `events`"):
         PipelineUpdate(spark, load_graph(spark, files), Warehouse(tmp_path / "wh")).run()
 
 

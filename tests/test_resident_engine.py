@@ -170,3 +170,43 @@ def test_a_bundle_s_pytest_runs_in_the_engine(engine, tmp_path):
                             text=True, timeout=600)
     assert second.returncode == 1, second.stdout + second.stderr
     assert "missing | 10103      | 2     | 13.0" in second.stdout, second.stdout
+
+
+# A stand-in for cli/engine_server: its pid recorded at launch, then a warm-up, then the socket.
+WARMING_SERVER = """
+import os, socket, sys, time
+from pathlib import Path
+
+home = Path(sys.argv[1])
+with open(home / "launched", "a") as log:
+    log.write(f"{os.getpid()}\\n")
+time.sleep(2)
+server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+server.bind(str(home / "engine.sock"))
+server.listen()
+while True:
+    server.accept()[0].close()
+"""
+
+
+def test_starts_while_an_engine_warms_up_wait_for_it(tmp_path, monkeypatch):
+    """Three `engine start`s at once, the engine still warming when the later ones look: one
+    engine is launched, and each start answers with it."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from exactly_once.services import engine, lifecycle
+
+    (tmp_path / "fake_engine_server.py").write_text(WARMING_SERVER)
+    monkeypatch.setenv("PYTHONPATH", f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    monkeypatch.setattr(engine, "SERVER", "fake_engine_server")
+    home = tmp_path / "home"
+    try:
+        with ThreadPoolExecutor(3) as pool:
+            started = list(pool.map(lambda _: engine.start(home, timeout=30), range(3)))
+        launched = (home / "launched").read_text().split()
+        assert len(launched) == 1, launched
+        assert {info.pid for info in started} == {int(launched[0])}
+    finally:  # every stand-in launched, the engine's and any other
+        engine.stop(home)
+        for pid in (home / "launched").read_text().split():
+            lifecycle.stop_process(int(pid), 5, b"fake_engine_server", group=False)

@@ -19,6 +19,7 @@ from typing import Any
 from pyspark.sql import DataFrame, Row, SparkSession
 
 from exactly_once import cli
+from exactly_once.errors import ExactlyOnceError
 from exactly_once.local.execution.pipeline import run_pipeline
 from exactly_once.local.observe.progress import UpdateResult
 from exactly_once.paths import pipeline_files
@@ -126,3 +127,14 @@ def refusal(root: Path, capsys, file: str, dataset: str, words: Sequence[str]) -
     for word in words:
         assert word.lower() in line.lower(), (word, line)
     return line
+
+
+def run_refusal(spark: SparkSession, settings: Settings, root: Path, warehouse: Path) -> str:
+    """What `exactly-once run` prints for the update of `root` into `warehouse` that stops (the
+    CLI prints the error as `ERROR` + this line); `refusal` is the same mistake's line from
+    `dry-run`."""
+    try:
+        run(spark, settings, root, warehouse)
+    except ExactlyOnceError as err:
+        return cli.one_line(str(err))
+    raise AssertionError("the update ran")

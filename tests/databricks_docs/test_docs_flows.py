@@ -14,7 +14,7 @@ Pages:
 from __future__ import annotations
 
 import pytest
-from docs_corpus import detail, dp_file, json_files, pipeline, refusal, rows, run
+from docs_corpus import detail, dp_file, json_files, pipeline, refusal, rows, run, run_refusal
 
 APPEND_FLOW = "https://docs.databricks.com/aws/en/ldp/developer/ldp-python-ref-append-flow"
 STREAMING_TABLE = "https://docs.databricks.com/aws/en/ldp/developer/ldp-python-ref-streaming-table"
@@ -130,3 +130,18 @@ def test_a_once_flow_over_a_stream_is_one_line(in_session, tmp_path, capsys):
           return spark.readStream.format("rate").load()
         '''))
     refusal(root, capsys, "orders", "all_orders", ["once"])
+
+
+def test_an_append_flow_over_a_batch_query_is_one_line(in_session, settings, tmp_path, capsys):
+    """APPEND_FLOW: a flow without `once` appends a stream ("Use spark.readStream ... to return
+    a streaming DataFrame"); a batch query into a streaming table is refused by `dry-run` and
+    by `run` in the same line, as SQL's INSERT INTO without STREAM is."""
+    root = pipeline(tmp_path, orders=dp_file('''
+        dp.create_streaming_table("all_orders")
+
+        @dp.append_flow(target="all_orders")
+        def backfill():
+          return spark.range(3).withColumnRenamed("id", "order_id")
+        '''))
+    line = refusal(root, capsys, "orders", "all_orders", ["backfill", "not a stream"])
+    assert run_refusal(in_session, settings, root, tmp_path / "warehouse") == line

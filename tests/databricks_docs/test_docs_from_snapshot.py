@@ -121,3 +121,44 @@ def test_both_auto_cdc_kinds_into_one_table_are_one_line(in_session, tmp_path, c
         dp.create_auto_cdc_from_snapshot_flow(target="target", source="mytable", keys=["Key"])
         '''))
     refusal(root, capsys, "target", "target", ["snapshot"])
+
+
+def test_dry_run_and_rederive_ask_for_the_next_snapshot_as_an_update_does(
+        spark, settings, tmp_path, in_session, capsys):
+    """FROM_SNAPSHOT: the function is given "the latest snapshot version processed", None only
+    before the first. A dry-run against the warehouse asks it what the next update will (here
+    version 1), and working out what `rederive` rebuilds asks it nothing: only the update that
+    follows asks, with version 1."""
+    from exactly_once import cli
+
+    asked = tmp_path / "asked.txt"
+    root = pipeline(tmp_path, people=dp_file(f'''
+        def next_snapshot_and_version(latest_snapshot_version):
+          with open("{asked}", "a") as log:
+            log.write(f"{{latest_snapshot_version!r}}\\n")
+          if latest_snapshot_version is None:
+            return (spark.createDataFrame([(1, "Alice")], "id BIGINT, name STRING"), 1)
+          return None
+
+        dp.create_streaming_table("people")
+        dp.create_auto_cdc_from_snapshot_flow(
+          target="people",
+          source=next_snapshot_and_version,
+          keys=["id"])
+
+        @dp.materialized_view
+        def people_count():
+          return spark.read.table("people").groupBy().count()
+        '''))
+    warehouse = tmp_path / "warehouse"
+    run(spark, settings, root, warehouse)
+    assert asked.read_text().split() == ["None", "1"]  # the first update
+    asked.unlink()
+    code = cli.main(["dry-run", "--pipelines", str(root), "--warehouse", str(warehouse)])
+    assert code == 0, capsys.readouterr()
+    assert asked.read_text().split() == ["1"]
+    asked.unlink()
+    result = run(spark, settings, root, warehouse, rederive=[])
+    assert result.reset == ["people_count"]
+    assert asked.read_text().split() == ["1"]
+    assert rows(spark, warehouse / "people") == [(1, "Alice")]

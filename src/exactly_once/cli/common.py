@@ -229,15 +229,18 @@ def analyze_pipelines(args: argparse.Namespace) -> Analysis:
     session of their own, with no warehouse: nothing is read or written."""
     from exactly_once.local.engine import session
     from exactly_once.local.graph.dry_run import analyze
+    from exactly_once.local.storage.warehouse import Warehouse
 
     pipeline = pipeline_of(args)
     settings = pipeline.settings
     if settings is not None:
         settings = dataclasses.replace(settings, source=resolve_source(settings.source))
+    # The warehouse the next update writes: its snapshot versions are what it asks for.
+    warehouse = Warehouse(warehouse_of(args)) if getattr(args, "warehouse", None) else None
     with tempfile.TemporaryDirectory(prefix="exactly-once-") as scratch:
         spark = session.build_session(Path(scratch), log_level="OFF", jvm_log=SPARK_LOG)
         try:
-            return analyze(spark, settings, pipeline.files, scope=pipeline.scope,
+            return analyze(spark, settings, pipeline.files, warehouse, scope=pipeline.scope,
                            configuration=configuration_of(args, pipeline),
                            root_path=pipeline.root_path)
         finally:

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from exactly_once.cli import common
 
@@ -52,4 +53,6 @@ def handle(args: argparse.Namespace) -> int:
     for line in common.not_local(pipeline):
         print(line)
     print(analysis.dataflow.text())
+    for warning in analysis.warnings:
+        print(f"exactly-once: warning: {warning.line()}", file=sys.stderr)
     return 0

@@ -7,12 +7,16 @@ Its home (ENGINE_DIR, `.local/engine/`):
     home/engine.pid    pid of the running engine (the pid file)
     home/engine.sock   the Unix socket it listens on, once warm
     home/engine.log    what it prints
+    home/engine.lock   held by a start while it looks for an engine and launches one
 """
 
 from __future__ import annotations
 
+import fcntl
 import socket
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,19 +66,30 @@ def status(home: Path = ENGINE_DIR) -> EngineInfo | None:
 
 
 def start(home: Path = ENGINE_DIR, timeout: float = 600) -> EngineInfo:
-    """Start the engine (or find it running); returns once it is warm and listening."""
-    if running := status(home):
-        return running
+    """Start the engine (or find it running, or warming: another start launched it); returns
+    once it is warm and listening. Starts at once launch one engine: whoever holds the start
+    lock launches, the others find its pid and wait for it."""
     home.mkdir(parents=True, exist_ok=True)
-    socket_path(home).unlink(missing_ok=True)
-    process = lifecycle.launch([sys.executable, "-m", SERVER, str(home)], log_path(home))
-    _state(home).write({"pid": process.pid})
+    with _start_lock(home):
+        if running := status(home):
+            return running
+        state = _state(home).read()
+        process = None
+        if state is not None and lifecycle.runs(state["pid"], SERVER.encode()):
+            pid = state["pid"]  # warming up
+        else:
+            socket_path(home).unlink(missing_ok=True)
+            process = lifecycle.launch([sys.executable, "-m", SERVER, str(home)], log_path(home))
+            pid = process.pid
+            _state(home).write({"pid": pid})
 
     def died() -> str | None:
-        if process.poll() is None:
+        if process is not None and process.poll() is None \
+                or process is None and lifecycle.runs(pid, SERVER.encode()):
             return None
         _state(home).remove()
-        return (f"the engine exited with {process.returncode} while starting: "
+        code = f" with {process.returncode}" if process is not None else ""
+        return (f"the engine exited{code} while starting: "
                 f"{tail(log_path(home), 1)} (its log: {log_path(home)})")
 
     def timed_out() -> str:
@@ -90,6 +105,18 @@ def start(home: Path = ENGINE_DIR, timeout: float = 600) -> EngineInfo:
 
     lifecycle.wait_ready(ready, died, timeout, timed_out, EngineError, poll=0.5)
     return found[-1]
+
+
+@contextmanager
+def _start_lock(home: Path) -> Iterator[None]:
+    """Held while a start looks for an engine and launches one (an advisory lock of the
+    home's `engine.lock`, released when the start's process ends, however it ends)."""
+    with (home / "engine.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def stop(home: Path = ENGINE_DIR, timeout: float = 60) -> bool:

@@ -49,6 +49,18 @@ class AutoLoaderOptions:
         return self.evolution_mode or ("addNewColumns" if inferred else "none")
 
 
+def recursive_by_default(options: Mapping[str, str]) -> dict[str, str]:
+    """`options` looking under subdirectories too, as Databricks' read_files and Auto Loader
+    do ("read_files discovers all files under the provided directory recursively unless a glob
+    is provided"; under a glob, what is under each directory it matches: the page's strict
+    globber table, https://docs.databricks.com/aws/en/sql/language-manual/functions/read_files).
+    Spark's file source reads a directory's own files (and Hive-style `key=value` directories)
+    unless `recursiveFileLookup` is true; given, it is kept."""
+    if any(k.lower() == "recursivefilelookup" for k in options):
+        return dict(options)
+    return {**options, "recursiveFileLookup": "true"}
+
+
 def unsupported(name: str, why: str = "") -> DeclarationError:
     return DeclarationError(f"Auto Loader option {name} is not supported by the local runtime"
                             + (f" ({why})" if why else ""))

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -43,6 +44,7 @@ from exactly_once.local.auto_loader.options import (
     RESCUED,
     AutoLoaderOptions,
     parse,
+    recursive_by_default,
 )
 from exactly_once.local.auto_loader.place import Placement, placement
 from exactly_once.local.catalog.catalog import local_path
@@ -71,7 +73,8 @@ def read_files(spark: SparkSession, path: str, options: Mapping[str, str],
 
 def _detected_format(spark: SparkSession, path: str, options: Mapping[str, str]) -> str:
     """read_files' format from the files' extensions, when every file has the same one."""
-    listing = {k: v for k, v in options.items() if k.lower() in inference.LISTING_OPTIONS}
+    listing = {k: v for k, v in recursive_by_default(options).items()
+               if k.lower() in inference.LISTING_OPTIONS}
     files = spark.read.format("text").options(**listing).load(path).inputFiles()
     found = {EXTENSIONS.get(f.rsplit(".", 1)[-1].lower()) for f in files}
     if len(found) != 1 or None in found:
@@ -87,6 +90,7 @@ def auto_loader(spark: SparkSession, path: str, options: AutoLoaderOptions,
     `/Volumes/...` path (the data's, or the schema location's) in the local catalog."""
     path = local_path(spark, path)
     place = place or Placement()
+    options = replace(options, format_options=recursive_by_default(options.format_options))
     directory = place.next_directory()
     schema_location = (local_path(spark, options.schema_location) if options.schema_location
                        else (str(directory / "schema") if directory is not None else None))

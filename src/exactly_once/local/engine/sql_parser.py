@@ -5,7 +5,6 @@ analysis."""
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -13,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pyspark.errors import ParseException
+from pyspark.logger import PySparkLogger
 from pyspark.sql import SparkSession
 from pyspark.sql.types import DataType, _parse_datatype_json_string
 
@@ -27,7 +27,9 @@ def quiet_query_context() -> Iterator[None]:
     loggers are the process's: blocks in several threads at once (an update's tables, each
     building its query) turn them back on when the last one ends."""
     global _quiet_blocks
-    loggers = [logging.getLogger(name) for name in _QUERY_CONTEXT_LOGGERS]
+    # pyspark's own logger class: a plain logger made here first under the same name would be
+    # the one pyspark gets, and fail on the error class pyspark logs with (TypeError).
+    loggers = [PySparkLogger.getLogger(name) for name in _QUERY_CONTEXT_LOGGERS]
     with _quiet_lock:
         if _quiet_blocks == 0:
             _saved_states[:] = [logger.disabled for logger in loggers]
@@ -62,6 +64,15 @@ def parse_error(sql: str) -> ParseException | None:
 
 
 @dataclass(frozen=True)
+class Identity:
+    """GENERATED ALWAYS | BY DEFAULT AS IDENTITY (START WITH start INCREMENT BY step)."""
+
+    start: int
+    step: int
+    always: bool  # ALWAYS: the query may not give a value; BY DEFAULT: it may
+
+
+@dataclass(frozen=True)
 class ColumnDefinition:
     """A column as a CREATE TABLE statement defines it."""
 
@@ -70,7 +81,7 @@ class ColumnDefinition:
     nullable: bool
     comment: str | None
     generated: str | None  # GENERATED ALWAYS AS (<expression>)
-    identity: bool  # GENERATED ... AS IDENTITY
+    identity: Identity | None  # GENERATED ... AS IDENTITY
     default: bool  # DEFAULT <expression>
 
 
@@ -89,8 +100,9 @@ def parse_table_schema(ddl: str) -> TableSchema:
     schema string) takes generated columns, defaults and constraints; a ParseException when it
     is not one. Parsed only: nothing is created or analyzed."""
     session: Any = SparkSession.active()
-    plan = session._jsparkSession.sessionState().sqlParser().parsePlan(
-        f"CREATE TABLE t ({ddl}) USING delta")
+    with quiet_query_context():  # its error is the declaration's one line
+        plan = session._jsparkSession.sessionState().sqlParser().parsePlan(
+            f"CREATE TABLE t ({ddl}) USING delta")
     jcolumns, jconstraints = plan.columns(), plan.tableSpec().constraints()
 
     def option(value: Any) -> Any:
@@ -104,8 +116,14 @@ def parse_table_schema(ddl: str) -> TableSchema:
             data_type=_parse_datatype_json_string(column.dataType().json()),
             nullable=bool(column.nullable()), comment=option(column.comment()),
             generated=option(column.generationExpression()),
-            identity=bool(column.identityColumnSpec().isDefined()),
+            identity=_identity(option(column.identityColumnSpec())),
             default=bool(column.defaultValue().isDefined())))
     kinds = tuple(str(jconstraints.apply(i).getClass().getSimpleName()).removesuffix("Constraint")
                   for i in range(jconstraints.length()))
     return TableSchema(tuple(columns), kinds)
+
+
+def _identity(spec: Any) -> Identity | None:
+    if spec is None:
+        return None
+    return Identity(int(spec.getStart()), int(spec.getStep()), not spec.isAllowExplicitInsert())

@@ -27,7 +27,6 @@ from contextlib import AbstractContextManager, contextmanager
 from pyspark.pipelines.flow import Flow
 from pyspark.sql import DataFrame, SparkSession
 
-from exactly_once.errors import FlowError
 from exactly_once.local.auto_cdc.changes import (
     CdcBatchStats,
     check_columns,
@@ -41,7 +40,11 @@ from exactly_once.local.auto_cdc.from_snapshot.versions import AppliedSnapshot
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.auto_cdc.writer import scd_type_of
 from exactly_once.local.execution.streams import flow_error, run_available_now
-from exactly_once.local.graph.flow_declarations import check_flow_query, is_once
+from exactly_once.local.graph.flow_declarations import (
+    check_append_query,
+    check_flow_query,
+    is_once,
+)
 from exactly_once.local.observe.progress import FlowResult, Progress
 from exactly_once.local.observe.timeline import Timeline
 from exactly_once.local.storage import delta_log, idempotent, schema_evolution, table_definition
@@ -54,10 +57,7 @@ from exactly_once.local.storage.warehouse import AutoCdcTables, Warehouse, as_wr
 
 def run_append_flow(spark: SparkSession, flow_name: str, target: str, df: DataFrame,
                     warehouse: Warehouse, progress: Progress, timeline: Timeline) -> FlowResult:
-    if not df.isStreaming:
-        raise FlowError(f"flow `{flow_name}` writes to streaming table `{target}` but its query "
-                        "is not a stream; read with spark.readStream or declare a "
-                        "materialized view")
+    check_append_query(flow_name, target, df)
     result = FlowResult(flow=flow_name, target=target, kind="append")
     path = warehouse.table_path(target).resolve()
     result.schema_changes = _create_target(spark, flow_name, target, df, warehouse, progress,

@@ -36,6 +36,7 @@ from exactly_once.errors import RefreshError
 from exactly_once.local.graph.dataflow import Dataflow
 from exactly_once.local.graph.dry_run import analyze_graph
 from exactly_once.local.graph.registry import PipelineGraph
+from exactly_once.local.graph.stored_tables import StoredTables
 from exactly_once.local.storage import delta_log
 from exactly_once.local.storage.warehouse import Warehouse
 from exactly_once.table_properties import reset_allowed
@@ -52,7 +53,9 @@ def rederived_tables(spark: SparkSession, graph: PipelineGraph, warehouse: Wareh
         raise RefreshError(f"unknown table{'s' if len(unknown) > 1 else ''} "
                            f"{', '.join(f'`{n}`' for n in unknown)}; the pipeline's tables are "
                            f"{', '.join(tables)}")
-    dataflow = analyze_graph(spark, graph).dataflow
+    # What reads what; a snapshot function is asked by the update, not here.
+    dataflow = analyze_graph(spark, graph, stored=StoredTables(warehouse),
+                             ask_snapshots=False).dataflow
     sources = [s for s in dataflow.sources() if s in tables]
     named_sources = [n for n in names if n in sources]
     if named_sources:

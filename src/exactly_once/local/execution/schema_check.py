@@ -33,6 +33,7 @@ from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.graph.dataflow import MATERIALIZED_VIEW, Dataflow
 from exactly_once.local.graph.dry_run import Analysis, analyze_graph
 from exactly_once.local.graph.registry import PipelineGraph
+from exactly_once.local.graph.stored_tables import StoredTables
 from exactly_once.local.storage.files import write_atomic
 from exactly_once.local.storage.schema_evolution import (
     REMOVED,
@@ -155,11 +156,7 @@ def refuse_incompatible(spark: SparkSession, graph: PipelineGraph, warehouse: Wa
         return
     if not any(warehouse.has_table(t) for t in tables):
         return
-    def stored(table: str) -> StructType | None:
-        path = warehouse.table_path(table).resolve()
-        return stored_schema(str(path)) if warehouse.has_table(table) else None
-
-    analysis = analyze_graph(spark, graph, stored=stored)
+    analysis = analyze_graph(spark, graph, stored=StoredTables(warehouse), ask_snapshots=False)
     found = breakages(analysis, warehouse, tables, definition)
     if found:
         raise refusal(found, analysis.dataflow)

@@ -1,5 +1,6 @@
 """Executes a flow into a sink (`dp.create_sink`): its rows leave the pipeline, exactly once across
-updates and crashes, as a streaming table's arrive.
+updates and crashes, as a streaming table's arrive; into a `dp.foreach_batch_sink`, each
+micro-batch is given to its function, at least once (what the function writes is its own).
 
 A sink flow is an append flow: a stream through `foreachBatch` (streams.py), or a once flow's
 batch. Structured Streaming runs the batch a crash interrupted again (`streams.replayed_batch`);
@@ -37,6 +38,7 @@ from exactly_once.local.execution.flows import (
 from exactly_once.local.execution.streams import flow_error, run_available_now
 from exactly_once.local.graph.flow_declarations import (
     DELTA,
+    ForEachBatchSink,
     check_flow_query,
     delta_sink_path,
     delta_writer_options,
@@ -60,6 +62,8 @@ def run_sink_flow(spark: SparkSession, flow: Flow, sink: Sink, df: DataFrame,
                         kind="append_once" if is_once(flow) else "sink")
     if sink.format == DELTA:
         _run_delta(spark, flow, sink, df, warehouse, progress, timeline, result)
+    elif isinstance(sink, ForEachBatchSink):
+        _run_foreach_batch(flow, sink, df, warehouse, progress, timeline, result)
     else:
         _run_kafka(flow, sink, df, warehouse, progress, timeline, result)
     if is_once(flow):
@@ -117,6 +121,21 @@ def _register(spark: SparkSession, sink: str, table_name: str, location: str) ->
                              f"its own; sink `{sink}` cannot be registered over it")
         spark.sql(f"DROP TABLE {name}")
     spark.sql(f"CREATE TABLE {name} USING DELTA LOCATION '{location}'")
+
+
+# -- foreach_batch_sink --------------------------------------------------------------------------
+def _run_foreach_batch(flow: Flow, sink: ForEachBatchSink, df: DataFrame, warehouse: Warehouse,
+                       progress: Progress, timeline: Timeline, result: FlowResult) -> None:
+    """Each micro-batch to the sink's function with its id, under the flow's checkpoint: a
+    batch a failure interrupted is given again with the same id (at-least-once, as
+    Structured Streaming's foreachBatch; the function deduplicates by id)."""
+    def call(batch: DataFrame, batch_id: int, query_id: str, replayed: bool) -> None:
+        with timeline.span(flow.name, "foreach_batch_sink", batch_id, sink.name):
+            sink.handler(batch, batch_id)
+
+    with timeline.span(flow.name, "flow"):
+        run_available_now(df, flow.name, warehouse.checkpoint_path(flow.name), call, result,
+                          progress, timeline)
 
 
 # -- kafka ---------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, NoReturn
 
 from pyspark.pipelines.flow import Flow
 from pyspark.sql import DataFrame, SparkSession
@@ -39,10 +39,12 @@ from exactly_once.local.execution import flows, schema_check, sinks, streams
 from exactly_once.local.execution.refresh import RefreshSelection, plan_refresh
 from exactly_once.local.execution.streams import flow_error
 from exactly_once.local.graph.dataset_declarations import batch_table_with_flows
+from exactly_once.local.graph.event_hooks import run_hooks
 from exactly_once.local.graph.expectations import ObservedExpectations, apply_expectations, declared
 from exactly_once.local.graph.flow_declarations import is_once
 from exactly_once.local.graph.reads import resolved_reads
 from exactly_once.local.graph.registry import PipelineGraph
+from exactly_once.local.graph.sql_queries import resolved_sql
 from exactly_once.local.observe import event_log
 from exactly_once.local.observe.progress import FlowResult, Progress, UpdateResult
 from exactly_once.local.observe.timeline import UPDATE, WAIT_FOR_UPSTREAM, Timeline
@@ -104,6 +106,7 @@ class PipelineUpdate:
         self._waits_for: dict[str, set[str]] = {}  # table -> tables its flows wait for
         self._reset: set[str] = set()
         self._setup = threading.local()  # .flow: the _FlowSetup of the flow this thread builds
+        self._failures: list[Exception] = []  # what the flows that failed raised
 
     def run(self, selection: RefreshSelection | None = None) -> UpdateResult:
         timeline = self.timeline
@@ -137,7 +140,7 @@ class PipelineUpdate:
             self._tables[name] = Future[None]()
             self._tables[name].set_result(None)
         try:
-            with resolved_reads(self._resolve):
+            with resolved_reads(self._resolve), resolved_sql(self._resolve):
                 futures = [self._table_update(name) for name in [*plan.update, *plan.sinks]]
                 errors = [f.exception() for f in futures]  # waits for every table's thread
             first_error = next((e for e in errors if e is not None), None)
@@ -160,8 +163,13 @@ class PipelineUpdate:
             self.result.seconds = timeline.now()
             timeline.count_spark_jobs(self.spark)
             with timeline.span(UPDATE, "event log"):
-                event_log.append(self.spark, self.warehouse, self.result.flows, self.update_id,
-                                 timeline)
+                events = event_log.append(self.spark, self.warehouse, self.result.flows,
+                                          self.update_id, timeline)
+            if self.graph.event_hooks:  # each event to each hook; none fails the update
+                with timeline.span(UPDATE, "event hooks"):
+                    event_log.append_hook_progress(
+                        self.spark, self.warehouse, run_hooks(self.graph.event_hooks, events),
+                        self.update_id)
         return self.result
 
     def _publish(self, tables: list[str]) -> None:
@@ -450,7 +458,12 @@ class PipelineUpdate:
             self.progress.flow_started(flow.name, kind)
             self._finished(FlowResult(flow=flow.name, target=flow.target, kind=kind))
             return
-        df, setup = self._built_against_upstream(flow)
+        try:
+            df, setup = self._built_against_upstream(flow)
+        except Exception as err:
+            if any(err is failure for failure in self._failures):  # an upstream flow's
+                raise
+            self._failed(flow, self._runner(flow, None)[0], err, started)
         kind, run = self._runner(flow, df)
         if setup.streamed & self._reset and flow.target not in self._reset:
             # A kept table (protected, or not selected) reads a table rebuilt in this update:
@@ -460,24 +473,32 @@ class PipelineUpdate:
         try:
             self._check_query(flow, kind, df)
             result = run(df, self.warehouse, self.progress, self.timeline)
-        except Exception as err:  # the event log records the failure, then it propagates
-            # Spark's own errors outside a query (creating a table, say) as one line too.
-            failure = err if isinstance(err, ExactlyOnceError) else flow_error(flow.name, err)
-            if isinstance(failure, DeclarationError):  # found once the query was built
-                failure.in_file(self.graph.declared_in.get(flow.name))
-            with self._lock:
-                self.result.flows.append(FlowResult(
-                    flow=flow.name, target=flow.target, kind=kind, status="FAILED",
-                    error=str(failure), seconds=self.timeline.now() - started))
-            if failure is err:
-                raise
-            raise failure from err
+        except Exception as err:
+            self._failed(flow, kind, err, started)
         result.seconds = self.timeline.now() - started
         for o in setup.observed:  # expectation counts, from the same pass that wrote the rows
             o.collect(result.observed)
             result.expectations += o.metrics
             result.dropped_records = (result.dropped_records or 0) + o.dropped_records
         self._finished(result)
+
+    def _failed(self, flow: Flow | AutoCdcSpec | SnapshotCdcSpec, kind: str, err: Exception,
+                started: float) -> NoReturn:
+        """Record `flow`'s failure (while its query was built, or while it ran) for the event
+        log, then raise it as one line naming the flow."""
+        # Spark's own errors outside a query (creating a table, say) as one line too.
+        failure = err if isinstance(err, ExactlyOnceError) else flow_error(flow.name, err)
+        if isinstance(failure, DeclarationError):  # found once the query was built
+            failure.in_file(self.graph.declared_in.get(flow.name))
+        with self._lock:
+            self.result.flows.append(FlowResult(
+                flow=flow.name, target=flow.target, kind=kind, status="FAILED",
+                error=str(failure), seconds=self.timeline.now() - started))
+            # A flow that reads this one's table gets this error: not a failure of its own.
+            self._failures += [err, failure]
+        if failure is err:
+            raise err
+        raise failure from err
 
     def _finished(self, result: FlowResult) -> None:
         self.progress.flow_finished(result)

@@ -17,7 +17,8 @@ partitioning, clustering, a declared schema with column comments, NOT NULL and g
 the storage `path`; `private`: not published in the session catalog) or is refused here, in one
 line naming the dataset: what needs Unity Catalog (row filters, column masks, primary and foreign
 keys), what open-source Delta lacks (automatic liquid clustering), and what the local runtime does
-not do (incremental refresh policies, identity columns, column defaults, CHECK constraints).
+not do (incremental refresh policies, column defaults, CHECK constraints, an identity column
+other than BIGINT).
 `@dp.table` over a batch query makes a materialized view, as Databricks' `table` reference says
 (`DeclaredStreamingTable.query_decides_kind`; open-source pipelines refuse it): the update and
 dry-run decide it once the query is built.
@@ -36,13 +37,17 @@ from pyspark.pipelines.flow import Flow
 from pyspark.pipelines.graph_element_registry import get_active_graph_element_registry
 from pyspark.pipelines.output import MaterializedView, StreamingTable, TemporaryView
 from pyspark.pipelines.source_code_location import SourceCodeLocation
-from pyspark.sql.types import StructField, StructType
+from pyspark.sql.types import LongType, StructField, StructType
 
 from exactly_once.errors import DeclarationError, GraphError, first_line
-from exactly_once.local.engine.sql_parser import parse_table_schema
+from exactly_once.local.engine.sql_parser import (
+    ColumnDefinition,
+    parse_table_schema,
+    quiet_query_context,
+)
 from exactly_once.local.graph import source_locations
 from exactly_once.local.graph.expectations import DROP, FAIL, WARN, Expectation
-from exactly_once.local.storage.table_definition import COMMENT, GENERATED
+from exactly_once.local.storage.table_definition import COMMENT, GENERATED, identity_metadata
 
 QueryFunction = Callable[[], Any]
 Decorator = Callable[[QueryFunction], None]
@@ -205,19 +210,28 @@ def _schema(declaring: _Declaring, schema: object) -> StructType | None:
         raise declaring.error(f"schema: {kind} constraints are not supported by the local "
                               "runtime")
     for column in parsed.columns:
-        if column.identity:
-            raise declaring.error("schema: identity columns (GENERATED ... AS IDENTITY) are not "
-                                  "supported by the local runtime")
+        _check_identity(declaring, column)
         if column.default:
             raise declaring.error("schema: column defaults (DEFAULT) are not supported by the "
                                   "local runtime")
     declared = StructType([
         StructField(c.name, c.data_type, c.nullable,
                     {**({COMMENT: c.comment} if c.comment is not None else {}),
-                     **({GENERATED: c.generated} if c.generated is not None else {})})
+                     **({GENERATED: c.generated} if c.generated is not None else {}),
+                     **(identity_metadata(c.identity.start, c.identity.step, c.identity.always)
+                        if c.identity is not None else {})})
         for c in parsed.columns])
     _check_generated(declaring, declared)
     return declared
+
+
+def _check_identity(declaring: _Declaring, column: ColumnDefinition) -> None:
+    """What open-source Delta refuses of an identity column (it has them since 3.3.0) that
+    Spark's parser lets through: another type than BIGINT (the parser refuses a step of 0)."""
+    if column.identity is not None and not isinstance(column.data_type, LongType):
+        raise declaring.error(f"schema: identity column `{column.name}` is "
+                              f"{column.data_type.simpleString().upper()}: Delta's identity "
+                              "columns are BIGINT")
 
 
 def _check_generated(declaring: _Declaring, schema: StructType) -> None:
@@ -253,9 +267,12 @@ def _plain_parse_error(schema: str, err: ParseException) -> BaseException:
     them)."""
     from pyspark.sql import SparkSession
 
+    if err.getCondition() != "PARSE_SYNTAX_ERROR":
+        return err  # a rule of its own (an identity column's step of 0, say): its words
     session: Any = SparkSession.active()
     try:
-        session._jsparkSession.sessionState().sqlParser().parseTableSchema(schema)
+        with quiet_query_context():
+            session._jsparkSession.sessionState().sqlParser().parseTableSchema(schema)
     except ParseException as plain:
         return plain
     return err

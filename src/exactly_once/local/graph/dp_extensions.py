@@ -4,8 +4,9 @@ Pipeline files are written against Databricks: they call `dp.create_auto_cdc_flo
 Databricks signature (SCD2 included), `dp.create_auto_cdc_from_snapshot_flow`, the `dp.expect*`
 decorators, and declare datasets and flows with Databricks' arguments
 (`dp.table(path=..., private=...)`, dataset_declarations.py; `dp.append_flow(once=...)`,
-`dp.create_sink`, flow_declarations.py). While the local runtime loads them, `installed` puts
-local stand-ins for these names on `pyspark.pipelines`, and takes them off again afterwards.
+`dp.create_sink`, `dp.foreach_batch_sink`, flow_declarations.py). While the local runtime
+loads them, `installed` puts local stand-ins for these names on `pyspark.pipelines`, and takes
+them off again afterwards.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pyspark import pipelines as dp
 
 from exactly_once.local.auto_cdc.from_snapshot.spec import SnapshotCdcDeclarations
 from exactly_once.local.auto_cdc.spec import AutoCdcDeclarations
-from exactly_once.local.graph import dataset_declarations, expectations
+from exactly_once.local.graph import dataset_declarations, event_hooks, expectations
 from exactly_once.local.graph.flow_declarations import FlowDeclarations
 from exactly_once.local.graph.registry import PipelineGraph
 
@@ -37,6 +38,8 @@ def installed(graph: PipelineGraph) -> Iterator[None]:
         "apply_changes_from_snapshot": from_snapshot,  # its legacy DLT name
         "append_flow": flows.append_flow,
         "create_sink": flows.create_sink,
+        "foreach_batch_sink": flows.foreach_batch_sink,
+        "on_event_hook": event_hooks.on_event_hook(graph.register_event_hook),
         **expectations.DECORATORS,  # expect, expect_or_drop, expect_or_fail, expect_all, ...
         **dataset_declarations.DECLARATIONS,  # table, materialized_view, temporary_view, ...
     }

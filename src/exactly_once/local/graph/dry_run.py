@@ -17,7 +17,7 @@ per dataset whose query does not analyze. A dataset that reads a broken one is n
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,10 +55,17 @@ from exactly_once.local.graph.dataflow import (
 )
 from exactly_once.local.graph.dataset_declarations import batch_table_with_flows
 from exactly_once.local.graph.expectations import Expectation, apply_expectations, declared
-from exactly_once.local.graph.flow_declarations import check_flow_query, is_once
+from exactly_once.local.graph.flow_declarations import (
+    check_append_query,
+    check_flow_query,
+    is_once,
+)
 from exactly_once.local.graph.loader import importable, run_file
 from exactly_once.local.graph.reads import resolved_reads
 from exactly_once.local.graph.registry import PipelineGraph
+from exactly_once.local.graph.sql_queries import resolved_sql
+from exactly_once.local.graph.stored_tables import StoredTables
+from exactly_once.local.storage.warehouse import Warehouse
 from exactly_once.settings.pipeline import Settings
 
 
@@ -86,6 +93,8 @@ class Analysis:
     # flow -> the schema its query writes (an AUTO CDC flow: its target's); a flow whose
     # query did not analyze has none.
     schemas: dict[str, StructType] = field(default_factory=dict)
+    # What Databricks runs but makes a table depend on when the pipeline runs (a warning each).
+    warnings: list[Problem] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -98,12 +107,13 @@ class _Blocked(Exception):
 
 class _Analyzer:
     def __init__(self, spark: SparkSession, graph: PipelineGraph, declared_in: dict[str, str],
-                 stored: Callable[[str], StructType | None] | None = None,
+                 stored: StoredTables | None = None, ask_snapshots: bool = True,
                  scope: ReadScope | None = None):
         self.spark, self.graph, self.declared_in = spark, graph, declared_in
         self.scope = scope
-        # Given: a snapshot function is not asked; its target's stored schema stands for it.
-        self.stored = stored
+        # A snapshot function is asked for what the next update asks it (the stored version),
+        # or not asked, its target's stored schema standing for it.
+        self.stored, self.ask_snapshots = stored, ask_snapshots
         self.problems: list[Problem] = []
         self.schemas: dict[str, StructType] = {}
         self.failed: set[str] = set()
@@ -188,6 +198,8 @@ class _Analyzer:
                                             file=self.declared_in.get(flow.name))):
             df = flow.func()  # Auto Loader's schema inferred, nothing recorded
         check_flow_query(flow, df, self.graph.sink(flow.target))
+        if self._appends(flow):
+            check_append_query(flow.name, flow.target, df)
         for e in declared(flow.func):
             _check_expectation(df, e)
         df, _ = apply_expectations(df, declared(flow.func), flow.target)
@@ -209,6 +221,16 @@ class _Analyzer:
                                self.graph.outputs)
             return None
         return _empty(session, schema, streaming)
+
+    def _appends(self, flow: Flow) -> bool:
+        """Whether `flow` is an append flow into a streaming table, as an update decides it
+        (update.PipelineUpdate._runner): not once, not into a sink, a view or a materialized
+        view, and not a `@dp.table`'s own query (which a batch query makes a materialized
+        view)."""
+        target = flow.target
+        return not (is_once(flow) or self.graph.sink(target) is not None
+                    or self.graph.is_view(target) or self.graph.is_materialized_view(target)
+                    or (flow.name == target and self.graph.query_decides_kind(target)))
 
     def _inline_view(self, name: str) -> DataFrame:
         """A read of temporary view `name`: its query, built in the reader's."""
@@ -238,24 +260,26 @@ class _Analyzer:
         """The first snapshot's query (the function asked as before a first update, or the
         table read), checked as an update checks it; reading a snapshot's rows is left out."""
         function = spec.source_function
-        if function is not None and self.stored is not None:
-            schema = self.stored(spec.target)
-            if schema is None:
+        latest = self.stored.snapshot_version(spec.target) if self.stored else None
+        stored = self.stored.schema(spec.target) if self.stored else None
+        result = function(latest) if function is not None and self.ask_snapshots else None
+        if function is not None and result is None and (latest is not None
+                                                        or not self.ask_snapshots):
+            if stored is None:
                 raise _Blocked(spec.target)  # not analyzed: nothing stored to compare with
-            return self.spark.createDataFrame([], schema)
+            return self.spark.createDataFrame([], stored)  # no new snapshot: the table stands
         if function is None:
             snapshot = snapshot_flow.table_snapshot(pipeline_session.current(self.spark),
                                                     str(spec.source), self.resolve)
             version: object = snapshot_flow.processing_time()
         else:
-            result = function(None)
             if result is None:
                 raise GraphError(f"AUTO CDC FROM SNAPSHOT flow `{spec.name}`: "
                                  f"{snapshot_flow.asked(spec, None)} returned None: there is no "
                                  "first snapshot, and an update would fail")
-            snapshot, version = snapshot_flow.check_shape(spec, None, result)
-            snapshot_versions.check_next(spec.name, snapshot_flow.asked(spec, None), version,
-                                         None)
+            snapshot, version = snapshot_flow.check_shape(spec, latest, result)
+            snapshot_versions.check_next(spec.name, snapshot_flow.asked(spec, latest), version,
+                                         latest)
         snapshot_flow.check_columns(spec, snapshot.columns)
         return self.spark.createDataFrame([], target_schema(
             snapshot.schema, spec.stored_as_scd_type, snapshot_versions.spark_type(version)))
@@ -282,13 +306,15 @@ class _Analyzer:
 
 
 def analyze(spark: SparkSession, settings: Settings | None, files: Sequence[Path],
-            scope: ReadScope | None = None, configuration: Mapping[str, str] | None = None,
+            warehouse: Warehouse | None = None, scope: ReadScope | None = None,
+            configuration: Mapping[str, str] | None = None,
             root_path: Path | None = None) -> Analysis:
     """Load `files` and analyze every dataset's query, collecting the problems; the settings'
     pipeline configuration (and `configuration` over it) is in the session meanwhile, as in an
-    update. `scope`: the pipeline's catalog and schema, and the local catalog its reads of
-    other tables resolve in (read, never written); `root_path`: a folder its code imports
-    from."""
+    update. `warehouse`: the one the next update writes, whose snapshot versions say what its
+    snapshot functions are asked (none: as before a first update). `scope`: the pipeline's
+    catalog and schema, and the local catalog its reads of other tables resolve in (read,
+    never written); `root_path`: a folder its code imports from."""
     parameters = dict(configuration or {})
     if settings is not None:
         for key, value in settings.to_conf().items():
@@ -304,23 +330,32 @@ def analyze(spark: SparkSession, settings: Settings | None, files: Sequence[Path
                 scope.catalog.refuse_fixtures_over(scope.namespace, graph.outputs)
             except CatalogError as err:
                 problems.append(Problem(str(err)))
-        analysis = analyze_graph(spark, graph, problems, scope=scope)
+        stored = None
+        if warehouse is not None:
+            try:  # where each table is stored (a declared `path`), as an update finds it
+                stored = StoredTables(warehouse.declaring(graph.definitions()))
+            except DeclarationError as err:
+                problems.append(Problem.of(err))
+        analysis = analyze_graph(spark, graph, problems, stored, scope=scope)
     analysis.files = list(files)
     return analysis
 
 
 def analyze_graph(spark: SparkSession, graph: PipelineGraph, problems: Sequence[Problem] = (),
-                  stored: Callable[[str], StructType | None] | None = None,
+                  stored: StoredTables | None = None, ask_snapshots: bool = True,
                   scope: ReadScope | None = None) -> Analysis:
     """Analyze every dataset's query of a loaded graph (its pipeline settings and
     configuration in `spark`'s conf), collecting the problems; `problems`: those found loading
-    it. `stored`: a table's stored schema (None: no table), given when the analysis must not
-    ask AUTO CDC FROM SNAPSHOT functions for a snapshot (an update's check: asking is the
-    update's, with the version it has applied); such a flow writes its target's schema."""
-    analyzer = _Analyzer(spark, graph, graph.declared_in, stored, scope)
+    it. `stored`: the warehouse's tables, so an AUTO CDC FROM SNAPSHOT function is asked with
+    the version the next update asks it (None only before the first); `ask_snapshots` False
+    when it must not be asked at all (an update's check and `rederive`: asking is the update's,
+    with the version it has applied): such a flow writes its target's stored schema. `scope`:
+    what names outside the pipeline resolve to (catalog/scope.py)."""
+    analyzer = _Analyzer(spark, graph, graph.declared_in, stored, ask_snapshots, scope)
     # A dataset with a problem of its declaration is not analyzed: its problem is reported.
     analyzer.failed.update(p.dataset for p in problems if p.dataset)
-    with quiet_query_context(), resolved_reads(analyzer.resolve):
+    with quiet_query_context(), resolved_reads(analyzer.resolve), \
+            resolved_sql(analyzer.resolve):
         for name in graph.outputs:
             try:
                 analyzer.dataset(name)
@@ -328,7 +363,9 @@ def analyze_graph(spark: SparkSession, graph: PipelineGraph, problems: Sequence[
                 pass
     return Analysis(graph, _dataflow(graph, analyzer.reads, graph.declared_in,
                                      analyzer.batch_tables),
-                    [*problems, *analyzer.problems], schemas=analyzer.flow_schemas)
+                    [*problems, *analyzer.problems], schemas=analyzer.flow_schemas,
+                    warnings=[Problem(message, graph.declared_in.get(table), table)
+                              for table, message in graph.wall_clock_warnings()])
 
 
 def _load(spark: SparkSession, files: Sequence[Path]) -> tuple[PipelineGraph, list[Problem]]:

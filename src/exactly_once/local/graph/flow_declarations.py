@@ -1,5 +1,5 @@
-"""`dp.append_flow` and `dp.create_sink` with Databricks' signatures, for local runs, and what a
-flow into a sink must be.
+"""`dp.append_flow`, `dp.create_sink` and `dp.foreach_batch_sink` with Databricks' signatures, for
+local runs, and what a flow into a sink must be.
 
 pyspark 4.2's `append_flow` lacks `once` and `comment`, and its `create_sink` checks nothing;
 pipeline files are written against Databricks, so locally these stand in for them
@@ -11,12 +11,17 @@ References: https://docs.databricks.com/aws/en/ldp/developer/ldp-python-ref-appe
 its target: https://docs.databricks.com/aws/en/ldp/flows-backfill) and
 https://docs.databricks.com/aws/en/ldp/developer/ldp-python-ref-sink (`delta` by `path` or a
 fully qualified `tableName`, `kafka` by `kafka.bootstrap.servers` and `topic`; append flows only;
-no expectations). A documented argument the runtime does not implement, and a sink option it
-cannot honour, is a `DeclarationError` about the target, raised while the file runs.
+no expectations) and
+https://docs.databricks.com/aws/en/ldp/developer/ldp-python-ref-foreach-batch-sink (a function
+called with each micro-batch of the streaming append flows into it, and the batch's id;
+https://docs.databricks.com/aws/en/ldp/for-each-batch). A documented argument the runtime does
+not implement, and a sink option it cannot honour, is a `DeclarationError` about the target,
+raised while the file runs.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +44,7 @@ from exactly_once.kafka.sink_transactions import RUNTIME_SETTINGS, refused_setti
 from exactly_once.local.graph import source_locations
 
 DELTA, KAFKA = "delta", "kafka"
+FOREACH_BATCH = "foreachBatch"  # a `dp.foreach_batch_sink`'s format
 # The Delta writer options a sink's writes carry for their exactly-once markers
 # (storage/idempotent.py), or that only a streaming query takes.
 RUNTIME_DELTA_OPTIONS = ("userMetadata", "txnAppId", "txnVersion", "checkpointLocation")
@@ -53,6 +59,14 @@ class DeclaredFlow(Flow):
 
     once: bool = False
     comment: str | None = None
+
+
+@dataclass(frozen=True)
+class ForEachBatchSink(Sink):
+    """A `@dp.foreach_batch_sink`: pyspark's Sink, plus the function each micro-batch of its
+    flows is given to, with the batch's id."""
+
+    handler: Callable[[DataFrame, int], object]
 
 
 def is_once(flow: object) -> bool:
@@ -94,6 +108,29 @@ class FlowDeclarations:
                 comment=comment))
 
         return outer
+
+    def foreach_batch_sink(self, handler: Callable[[DataFrame, int], object] | None = None, *,
+                           name: str | None = None) -> Any:
+        """`@dp.foreach_batch_sink(name=...)` (or bare): the sink named `name`, else by the
+        function; the function is returned as it was."""
+        location = source_locations.caller(stacklevel=1)
+
+        def register(func: Callable[[DataFrame, int], object]) -> Callable[[DataFrame, int],
+                                                                            object]:
+            sink = name if name is not None else getattr(func, "__name__", None)
+            if not isinstance(sink, str) or not sink:
+                raise DeclarationError(f"foreach_batch_sink: name must be a string, got {sink!r}")
+            try:
+                inspect.signature(func).bind(None, 0)
+            except (TypeError, ValueError):
+                raise DeclarationError(f"foreach_batch_sink: `{sink}` must be a function of "
+                                       "(df, batch_id)", dataset=sink) from None
+            self.register_sink(ForEachBatchSink(
+                name=sink, comment=None, format=FOREACH_BATCH, options={},
+                source_code_location=location, handler=func))
+            return func
+
+        return register if handler is None else register(handler)
 
     def create_sink(self, name: str, format: str, options: Mapping[str, str] | None = None
                     ) -> None:
@@ -181,11 +218,25 @@ def check_flow_query(flow: Flow, df: DataFrame, sink: Sink | None) -> None:
                         "batch DataFrame (spark.read), not a stream")
     if sink is None:
         return
+    if sink.format == FOREACH_BATCH and is_once(flow):
+        raise FlowError(f"flow `{flow.name}` writes to foreach_batch_sink `{sink.name}`, which "
+                        "takes the micro-batches of a stream: a once flow's batch query is not "
+                        "one (Databricks: for streaming queries, not batch-only pipelines)")
     if not is_once(flow) and not df.isStreaming:
         raise FlowError(f"flow `{flow.name}` writes to sink `{sink.name}` but its query is not a "
                         "stream; read with spark.readStream, or declare it once=True")
     if sink.format == KAFKA:
         check_kafka_rows(sink.name, flow.name, df.schema)
+
+
+def check_append_query(flow_name: str, target: str, df: DataFrame) -> None:
+    """An append flow into a streaming table (no `once`) appends a stream: `run` and `dry-run`
+    refuse a batch query in these words, naming the file and the table (SQL's twin: INSERT INTO
+    without STREAM)."""
+    if not df.isStreaming:
+        raise DeclarationError(f"flow `{flow_name}` writes to streaming table `{target}` but its "
+                               "query is not a stream; read with spark.readStream, declare it "
+                               "once=True, or declare a materialized view", dataset=target)
 
 
 def check_kafka_rows(sink: str, flow: str, schema: StructType) -> None:

@@ -31,8 +31,13 @@ from exactly_once.local.auto_cdc.from_snapshot.spec import SnapshotCdcSpec
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.graph import expectations
 from exactly_once.local.graph.dataset_declarations import DeclaredStreamingTable, PublishedView
+from exactly_once.local.graph.event_hooks import EventHook
 from exactly_once.local.storage.table_definition import TableDefinition
-from exactly_once.table_properties import TOMBSTONE_GC_NEVER_SECONDS, tombstone_gc_seconds
+from exactly_once.table_properties import (
+    TOMBSTONE_GC_NEVER_SECONDS,
+    TOMBSTONE_GC_THRESHOLD,
+    tombstone_gc_seconds,
+)
 
 AnyFlow = TypeVar("AnyFlow", Flow, AutoCdcSpec, SnapshotCdcSpec)
 
@@ -47,6 +52,8 @@ class PipelineGraph(GraphElementRegistry):
     # name); `loading` is the file running now, as messages show it (loader.py).
     declared_in: dict[str, str] = field(default_factory=dict)
     loading: str | None = None
+    # `@dp.on_event_hook`s, in declaration order: not part of the dataflow (event_hooks.py).
+    event_hooks: list[EventHook] = field(default_factory=list)
 
     def register_output(self, output: Output) -> None:
         if output.name in self.outputs:
@@ -54,6 +61,12 @@ class PipelineGraph(GraphElementRegistry):
                              file=self.loading)
         self.outputs[output.name] = output
         self._declared(output.name)
+
+    def register_event_hook(self, hook: EventHook) -> None:
+        if any(h.name == hook.name for h in self.event_hooks):
+            raise GraphError(f"event hook `{hook.name}` is defined twice", dataset=hook.name,
+                             file=self.loading)
+        self.event_hooks.append(hook)
 
     def register_flow(self, flow: Flow) -> None:
         if any(f.name == flow.name for f in self.flows):
@@ -177,7 +190,6 @@ class PipelineGraph(GraphElementRegistry):
         for name in self.outputs:
             if not self.flows_into(name) and self.sink(name) is None:
                 yield self._error(f"dataset `{name}` has no flow", name)
-        yield from self._tombstone_problems()
         yield from self._auto_cdc_target_problems()
         yield from self._published_view_problems()
         for name, output in self.outputs.items():
@@ -278,22 +290,32 @@ class PipelineGraph(GraphElementRegistry):
                                       "does not publish (a temporary view or a private table): "
                                       "a view is published, and reads what is", view.name)
 
-    def _tombstone_problems(self) -> Iterator[GraphError]:
-        """An SCD2 journal keeps every delete; an SCD1 table over the same changes whose
-        tombstones expire would disagree with it once an older event arrives after expiry."""
+    def wall_clock_warnings(self) -> Iterator[tuple[str, str]]:
+        """(target, message) for each SCD1 target whose rows depend on when the pipeline runs:
+        its deletes leave tombstones that expire after
+        `pipelines.cdc.tombstoneGCThresholdInSeconds` of processing time (Databricks' default:
+        2 days), after which an event older than the delete re-creates the key. Databricks runs
+        such a table, so it is a warning, not a problem; an SCD2 table over the same changes
+        keeps every delete, which the message names."""
         scd2 = {(s.source, s.keys): s for s in self.auto_cdc_flows if s.stored_as_scd_type == 2}
         for spec in self.auto_cdc_flows:
-            history = scd2.get((spec.source, spec.keys))
-            if spec.stored_as_scd_type != 1 or history is None:
+            if spec.stored_as_scd_type != 1 or (spec.apply_as_deletes is None
+                                                and spec.apply_as_truncates is None):
                 continue
+            properties = self.table_properties(spec.target)
             try:
-                seconds = tombstone_gc_seconds(self.table_properties(spec.target))
+                seconds = tombstone_gc_seconds(properties)
             except ValueError:  # not a number: a problem of the table's properties
                 continue
-            if seconds < TOMBSTONE_GC_NEVER_SECONDS:
-                yield self._error(
-                    f"`{spec.target}` expires tombstones after {seconds:g} s "
-                    "(pipelines.cdc.tombstoneGCThresholdInSeconds) but the SCD2 table "
-                    f"`{history.target}` over the same changes keeps every delete: they would "
-                    "disagree once an older event arrives after expiry; keep the tombstones "
-                    "(exactly_once.table_properties.TOMBSTONES_KEPT)", spec.target, spec.name)
+            if seconds >= TOMBSTONE_GC_NEVER_SECONDS:
+                continue
+            setting = TOMBSTONE_GC_THRESHOLD if TOMBSTONE_GC_THRESHOLD in properties \
+                else f"{TOMBSTONE_GC_THRESHOLD} unset: Databricks' default"
+            history = scd2.get((spec.source, spec.keys))
+            beside = (f"; the SCD2 table `{history.target}` over the same changes keeps every "
+                      "delete" if history is not None else "")
+            yield spec.target, (
+                f"`{spec.target}` expires the tombstones of deleted keys after {seconds:g} s "
+                f"({setting}): an event older than a delete that arrives later re-creates its "
+                f"key, so the table depends on when the pipeline runs{beside}; "
+                f"{TOMBSTONE_GC_THRESHOLD} = {TOMBSTONE_GC_NEVER_SECONDS} keeps them")

@@ -10,26 +10,40 @@ dropped, a temporary view is inlined) and any other name in the catalog; the Dat
 given to the query under a temporary view name of its own, which replaces the read in the text.
 `read_files(...)` is Auto Loader's `read_files` (auto_loader/reader.py): a batch read, or under
 `STREAM` its stream.
+
+`spark.sql(...)` in a Python dataset function reads the same way (`resolved_sql`): while an
+update or a dry-run builds queries, each read its query makes of a name the pipeline's resolver
+answers (reads.py: a dataset, with or without `LIVE.`, batch or `STREAM(name)`) is given to it
+under a temporary view name of its own; every other name stays as written, for the catalog.
 """
 
 from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
+from pyspark.errors import ParseException
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.sql_formatter import SQLStringFormatter
 
 from exactly_once.local.auto_loader.reader import read_files
-from exactly_once.local.graph.reads import dataset_name
+from exactly_once.local.engine.sql_parser import quiet_query_context
+from exactly_once.local.graph.reads import Resolver, dataset_name
 from exactly_once.local.graph.sql_files import BLANKS, Statement, closing, masked
 
 _IDENTIFIER = r"(?:`[^`]*`|[A-Za-z_][\w]*)(?:\s*\.\s*(?:`[^`]*`|[A-Za-z_][\w]*))*"
 _STREAM_READ = re.compile(rf"STREAM\s*(?:\(\s*{_IDENTIFIER}\s*\)|\s{_IDENTIFIER})", re.I)
 _BATCH_READ = re.compile(_IDENTIFIER)
 _FILES_READ = re.compile(r"(?:STREAM\s+)?read_files\s*\(", re.I)
+_SQL = SparkSession.sql  # pyspark's own, which a rewritten query runs with
+# Plans that are statements of their own (DDL, DML, SET...), not a query to read from.
+_STATEMENTS = ("org.apache.spark.sql.catalyst.plans.logical.Command",
+               "org.apache.spark.sql.catalyst.plans.logical.ParsedStatement")
 
 
 @dataclass(frozen=True)
@@ -55,20 +69,7 @@ class Query:
         """The query's DataFrame, in the session of the flow that runs it."""
         spark = SparkSession.getActiveSession()
         assert spark is not None, "a flow's query runs with its session active"
-        views: list[str] = []
-        pieces, last = [], 0
-        try:
-            for read in self.reads:
-                view = f"__pipeline_sql_{uuid.uuid4().hex}"
-                _read(spark, read).createOrReplaceTempView(view)
-                views.append(view)
-                pieces += [self.text[last:read.start], view]
-                last = read.end
-            return spark.sql("".join([*pieces, self.text[last:]]))
-        finally:
-            for view in views:  # the DataFrame keeps the plan each view stood for
-                spark.catalog.dropTempView(view)
-
+        return _run_reading(spark, self.text, self.reads, partial(_read, spark))
 
     def published_text(self) -> str | None:
         """The query as a view of the catalog keeps it: each read naming its dataset or table
@@ -85,6 +86,77 @@ class Query:
     def read_names(self) -> tuple[str, ...]:
         """The names the query reads, `LIVE.` dropped."""
         return tuple(dataset_name(r.name) for r in self.reads if r.files is None)
+
+
+@contextmanager
+def resolved_sql(resolve: Resolver) -> Iterator[None]:
+    """While inside, `spark.sql(query)` asks `resolve` for each table or view its query reads
+    (the resolver of reads.resolved_reads, which the block should be inside of): a name it
+    answers is read from the DataFrame it gives, any other as Spark reads it. Statements that
+    are not queries run as they are. pyspark's method is replaced on the class, as reads.py
+    replaces the readers'."""
+
+    def sql(self: SparkSession, sqlQuery: str, args: Any = None, **kwargs: Any) -> DataFrame:
+        if kwargs:  # pyspark's `{name}` formatting first: a DataFrame becomes a view of its own
+            formatter = SQLStringFormatter(self)
+            try:
+                return sql(self, formatter.format(sqlQuery, **kwargs), args)
+            finally:
+                formatter.clear()
+        reads = _query_reads(self, sqlQuery)
+        if not reads:
+            return _SQL(self, sqlQuery, args)
+
+        def frame(read: Read) -> DataFrame | None:
+            return (_read(self, read) if read.files is not None
+                    else resolve(dataset_name(read.name), read.streaming))
+
+        return _run_reading(self, sqlQuery, reads, frame, args)
+
+    # Replacing the method is the purpose here; the replacement has pyspark's signature.
+    outer = SparkSession.sql
+    SparkSession.sql = sql  # type: ignore[method-assign,assignment]
+    try:
+        yield
+    finally:
+        SparkSession.sql = outer  # type: ignore[method-assign]
+
+
+def _run_reading(spark: SparkSession, text: str, reads: tuple[Read, ...],
+                 frame: Callable[[Read], DataFrame | None], args: Any = None) -> DataFrame:
+    """`text` run by pyspark's `sql` (with `args`), each read that `frame` gives a DataFrame
+    for replaced by a temporary view of it; a read it gives None for stays as written."""
+    views: list[str] = []
+    pieces, last = [], 0
+    try:
+        for read in reads:
+            df = frame(read)
+            if df is None:
+                continue
+            view = f"__pipeline_sql_{uuid.uuid4().hex}"
+            df.createOrReplaceTempView(view)
+            views.append(view)
+            pieces += [text[last:read.start], view]
+            last = read.end
+        return _SQL(spark, "".join([*pieces, text[last:]]), args)
+    finally:
+        for view in views:  # the DataFrame keeps the plan each view stood for
+            spark.catalog.dropTempView(view)
+
+
+def _query_reads(spark: SparkSession, text: str) -> tuple[Read, ...]:
+    """The reads of `text` when it is a query that parses (else none: Spark runs it as it is,
+    and says what is wrong with it)."""
+    session: Any = spark
+    try:
+        with quiet_query_context():
+            plan = session._jsparkSession.sessionState().sqlParser().parsePlan(text)
+    except ParseException:
+        return ()
+    jvm = session._jvm
+    if any(jvm.java.lang.Class.forName(kind).isInstance(plan) for kind in _STATEMENTS):
+        return ()
+    return query_of(Statement(text, 1), text, plan, 0).reads
 
 
 def _read(spark: SparkSession, read: Read) -> DataFrame:

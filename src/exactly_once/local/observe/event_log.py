@@ -28,23 +28,31 @@ phases inside them) and, when the update was profiled, the Spark jobs each ran:
     FROM delta.`<warehouse>/event_log` LATERAL VIEW explode(details.flow_timeline.spans) x AS s
     WHERE event_type = 'flow_timeline' GROUP BY 1, 2 ORDER BY seconds DESC
 
-An event log written before the timeline (or the snapshots) existed gains the column on the
-first append.
+After them, when the pipeline declares event hooks (graph/event_hooks.py), one `hook_progress`
+row per hook: `details.hook_progress` holds its name, its status (COMPLETED, FAILED: it raised
+for some events, DISABLED: more consecutive failures than it allows), the events it took and
+its failures; `error.message` its last error.
+
+An event log written before the timeline (or the snapshots, or the hooks) existed gains the
+column on the first append.
 """
 
 from __future__ import annotations
 
 import uuid
 from datetime import datetime, timezone
+from functools import cache
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import ArrayType, DataType, StructType
 
 from exactly_once.local.auto_cdc.from_snapshot.versions import shown
+from exactly_once.local.graph.event_hooks import HOOK_PROGRESS, HookRun
 from exactly_once.local.observe.progress import FlowResult
 from exactly_once.local.observe.timeline import Span, Timeline
 from exactly_once.local.storage import delta_log
+from exactly_once.local.storage.files import StoragePath
 from exactly_once.local.storage.warehouse import Warehouse
 
 PIPELINE_NAME = "exactly_once"
@@ -72,7 +80,9 @@ DDL = """
         flow_timeline: STRUCT<spans: ARRAY<STRUCT<
             phase: STRING, batch_id: BIGINT, detail: STRING, start_seconds: DOUBLE,
             duration_seconds: DOUBLE, self_seconds: DOUBLE, spark_jobs: BIGINT,
-            spark_tasks: BIGINT, spark_job_seconds: DOUBLE>>>>
+            spark_tasks: BIGINT, spark_job_seconds: DOUBLE>>>,
+        hook_progress: STRUCT<name: STRING, status: STRING, events_processed: BIGINT,
+                              failures: BIGINT>>
 """
 # Sequence numbers: the event log's next Delta version times this, plus the row's place in the
 # update's append: increasing across updates without reading the table (one update at a time).
@@ -105,7 +115,7 @@ def flow_progress_row(result: FlowResult, update_id: str, sequence: int,
         (PIPELINE_NAME, pipeline_id, update_id, result.flow, result.target),
         datetime.now(timezone.utc), "ERROR" if failed else "METRICS", "flow_progress", message,
         (result.error,) if failed else None,
-        ((result.status, metrics, data_quality, snapshots, schema_changes), None),
+        ((result.status, metrics, data_quality, snapshots, schema_changes), None, None),
     )
 
 
@@ -120,17 +130,31 @@ def flow_timeline_row(flow: str | None, dataset: str | None, spans: list[tuple[S
         None,
         (None, ([(s.phase, s.batch, s.detail or None, round(s.start, 4), round(s.seconds, 4),
                   round(own, 4), s.spark_jobs, s.spark_tasks, s.spark_job_seconds)
-                 for s, own in spans],)),
+                 for s, own in spans],), None),
+    )
+
+
+def hook_progress_row(run: HookRun, update_id: str, sequence: int, pipeline_id: str) -> tuple:
+    """What one event hook did in the update (graph/event_hooks.py)."""
+    status = run.status
+    return (
+        str(uuid.uuid4()), (sequence,), (PIPELINE_NAME, pipeline_id, update_id, None, None),
+        datetime.now(timezone.utc), "INFO" if status == "COMPLETED" else "WARN", HOOK_PROGRESS,
+        f"Event hook '{run.hook.name}' has {status}: {run.processed} events processed, "
+        f"{run.failures} failures.",
+        (run.last_error,) if run.last_error else None,
+        (None, None, (run.hook.name, status, run.processed, run.failures)),
     )
 
 
 def append(spark: SparkSession, warehouse: Warehouse, results: list[FlowResult],
-           update_id: str, timeline: Timeline | None = None) -> None:
-    """Append this update's flow_progress and flow_timeline rows in one Delta commit."""
+           update_id: str, timeline: Timeline | None = None) -> list[dict[str, Any]]:
+    """Append this update's flow_progress and flow_timeline rows in one Delta commit; the
+    events appended, each a dictionary of the row's fields."""
     if not results:
-        return
+        return []
     path = warehouse.event_log_path().resolve()
-    pipeline_id = str(uuid.uuid5(uuid.NAMESPACE_URL, str(warehouse.root.resolve())))
+    pipeline_id = _pipeline_id(warehouse)
     start = (delta_log.latest_version(path) + 1) * SEQUENCE_STRIDE
     rows = [flow_progress_row(r, update_id, start + i, pipeline_id)
             for i, r in enumerate(results)]
@@ -143,23 +167,60 @@ def append(spark: SparkSession, warehouse: Warehouse, results: list[FlowResult],
             flow_spans.sort(key=lambda pair: pair[0].start)
             rows.append(flow_timeline_row(flow or None, targets.get(flow), flow_spans,
                                           update_id, start + len(rows), pipeline_id))
-    # mergeSchema: an event log from before the timeline gains its column.
-    as_frame(spark, rows).write.format("delta").mode("append") \
+    return _appended(spark, path, rows)
+
+
+def append_hook_progress(spark: SparkSession, warehouse: Warehouse, runs: list[HookRun],
+                         update_id: str) -> None:
+    """One `hook_progress` row per event hook of the update, in a commit of their own."""
+    if not runs:
+        return
+    path = warehouse.event_log_path().resolve()
+    start = (delta_log.latest_version(path) + 1) * SEQUENCE_STRIDE
+    _appended(spark, path, [hook_progress_row(run, update_id, start + i, _pipeline_id(warehouse))
+                            for i, run in enumerate(runs)])
+
+
+def _appended(spark: SparkSession, path: StoragePath, rows: list[tuple]) -> list[dict[str, Any]]:
+    events = _events(rows)
+    # mergeSchema: an event log from before the timeline (or the hooks) gains its column.
+    _frame(spark, events).write.format("delta").mode("append") \
         .option("mergeSchema", "true").save(str(path))
+    return events
+
+
+def _pipeline_id(warehouse: Warehouse) -> str:
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, str(warehouse.root.resolve())))
+
+
+@cache
+def _schema() -> StructType:
+    """DDL as a schema (parsed by the JVM: once a session exists)."""
+    schema = StructType.fromDDL(DDL)
+    assert isinstance(schema, StructType)
+    return schema
+
+
+def _events(rows: list[tuple]) -> list[dict[str, Any]]:
+    """`rows` (tuples of DDL's shape) as dictionaries of their fields, nested ones too: as an
+    event hook is given an event, and as Arrow reads a row."""
+    return [_by_name(row, _schema()) for row in rows]
 
 
 def as_frame(spark: SparkSession, rows: list[tuple]) -> DataFrame:
-    """`rows` (tuples of DDL's shape) as a DataFrame, built in the JVM from Arrow. PySpark
-    makes a DataFrame of a Python list through its Python worker, a process each new JVM
-    starts for it: 0.8 s of a new process's first update (BENCHMARKS.md, issue 25)."""
+    """`rows` (tuples of DDL's shape) as a DataFrame."""
+    return _frame(spark, _events(rows))
+
+
+def _frame(spark: SparkSession, events: list[dict[str, Any]]) -> DataFrame:
+    """The events as a DataFrame, built in the JVM from Arrow. PySpark makes a DataFrame of a
+    Python list through its Python worker, a process each new JVM starts for it: 0.8 s of a
+    new process's first update (BENCHMARKS.md, issue 25)."""
     import pyarrow as pa
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    schema = StructType.fromDDL(DDL)
-    assert isinstance(schema, StructType)
-    table = pa.Table.from_pylist([_by_name(row, schema) for row in rows],
-                                 schema=to_arrow_schema(schema, timezone="UTC"))
-    return spark.createDataFrame(table, schema)
+    table = pa.Table.from_pylist(events, schema=to_arrow_schema(_schema(), timezone="UTC"))
+    return spark.createDataFrame(table, _schema())
 
 
 def _by_name(value: Any, data_type: DataType) -> Any:

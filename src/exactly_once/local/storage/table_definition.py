@@ -4,7 +4,7 @@ What `dp.table`, `dp.materialized_view` and `dp.create_streaming_table` declare 
 itself (graph/dataset_declarations.py) reaches Delta, where `DESCRIBE DETAIL`, `SHOW
 TBLPROPERTIES` and the columns' metadata show it: the comment, the table properties, the
 partition or clustering columns, and a declared schema (column comments, NOT NULL, generated
-columns), which is then the table's schema whatever its query selects.
+and identity columns), which is then the table's schema whatever its query selects.
 
 `create` makes a table with its definition (one commit, no Spark job); `conform` brings an
 existing table's comment, properties and clustering to what its declaration says now (a commit
@@ -32,6 +32,16 @@ if TYPE_CHECKING:
 # `generatedAlwaysAs` writes).
 GENERATED = "delta.generationExpression"
 COMMENT = "comment"  # a column's comment, as Spark keeps it in the field's metadata
+# Where Delta keeps an identity column's definition (what its `IdentityGenerator` writes; the
+# log also keeps the column's `delta.identity.highWaterMark`, the last value given).
+IDENTITY_START = "delta.identity.start"
+IDENTITY_STEP = "delta.identity.step"
+IDENTITY_EXPLICIT = "delta.identity.allowExplicitInsert"  # False: GENERATED ALWAYS
+
+
+def identity_metadata(start: int, step: int, always: bool) -> dict[str, Any]:
+    """A column's metadata making it GENERATED ALWAYS (or BY DEFAULT) AS IDENTITY."""
+    return {IDENTITY_START: start, IDENTITY_STEP: step, IDENTITY_EXPLICIT: not always}
 
 
 @dataclass(frozen=True)
@@ -127,9 +137,11 @@ def _shape(data_type: DataType) -> Any:
     return strip(data_type.jsonValue())
 
 
-def _declared_columns(schema: StructType) -> list[tuple[str, Any, bool, Any, Any]]:
+def _declared_columns(schema: StructType) -> list[tuple[str, Any, bool, Any, Any, Any]]:
     return [(f.name, _shape(f.dataType), f.nullable, f.metadata.get(COMMENT),
-             f.metadata.get(GENERATED)) for f in schema.fields]
+             f.metadata.get(GENERATED),
+             tuple(f.metadata.get(k) for k in (IDENTITY_START, IDENTITY_STEP, IDENTITY_EXPLICIT)))
+            for f in schema.fields]
 
 
 def _schema_problem(declared: StructType, query: StructType) -> str | None:
@@ -143,8 +155,12 @@ def _schema_problem(declared: StructType, query: StructType) -> str | None:
             return (f"column `{column.name}` is {column.dataType.simpleString()} in the query, "
                     f"{found.dataType.simpleString()} in the schema")
     for column in declared.fields:
-        if column.name.lower() not in produced and GENERATED not in column.metadata:
+        if column.name.lower() not in produced and GENERATED not in column.metadata \
+                and IDENTITY_START not in column.metadata:
             return f"column `{column.name}` of the schema is not in the query"
+        if column.name.lower() in produced and column.metadata.get(IDENTITY_EXPLICIT) is False:
+            return (f"column `{column.name}` is GENERATED ALWAYS AS IDENTITY: Delta gives its "
+                    "values, the query may not")
     return None
 
 
@@ -154,10 +170,20 @@ def create(spark: SparkSession, path: str, definition: TableDefinition, schema: 
     query's, the table's unless the definition declares one; `properties` add to the declared
     ones. One commit, no Spark job, where writing an empty DataFrame runs a write job for no
     rows."""
-    from delta.tables import DeltaTable
+    from delta.tables import DeltaTable, IdentityGenerator
+    from pyspark.sql.types import StructType
 
-    builder = DeltaTable.createIfNotExists(spark).location(path).addColumns(
-        definition.table_schema(schema))
+    builder = DeltaTable.createIfNotExists(spark).location(path)
+    for column in definition.table_schema(schema).fields:
+        if IDENTITY_START not in column.metadata:
+            builder = builder.addColumns(StructType([column]))
+            continue
+        identity = IdentityGenerator(column.metadata[IDENTITY_START],
+                                     column.metadata[IDENTITY_STEP])
+        how = "generatedByDefaultAs" if column.metadata[IDENTITY_EXPLICIT] \
+            else "generatedAlwaysAs"
+        builder = builder.addColumn(column.name, column.dataType, nullable=column.nullable,
+                                    comment=column.metadata.get(COMMENT), **{how: identity})
     if definition.partition_cols:
         builder = builder.partitionedBy(*definition.partition_cols)
     if definition.cluster_by:
