@@ -12,7 +12,6 @@ Databricks' pages: "Use parameters with pipelines"
 
 from __future__ import annotations
 
-import functools
 import shutil
 import textwrap
 
@@ -140,14 +139,11 @@ def test_dry_run_and_run_take_conf_for_one_command(in_session, files, tmp_path, 
     assert cli.main(["dry-run", "--pipelines", str(files),
                      "--conf", "mypipeline.startDate=2025-02-03"]) == 0
     capsys.readouterr()
-    # `run` loads the project's pipelines/; here the same command runs this folder's file.
-    monkeypatch.setattr(pipeline, "run_pipeline",
-                        functools.partial(pipeline.run_pipeline, pipelines_dir=files))
     dump = tmp_path / "empty.jsonl"
     dump.write_text("")
     warehouse = tmp_path / "warehouse"
-    assert cli.main(["run", "--quiet", "--source", f"file:{dump}", "--warehouse", str(warehouse),
-                     "--conf", "mypipeline.startDate=2025-02-03", "--conf",
+    assert cli.main(["run", "--quiet", "--pipelines", str(files), "--source", f"file:{dump}",
+                     "--warehouse", str(warehouse), "--conf", "mypipeline.startDate=2025-02-03", "--conf",
                      "mypipeline.region = us=east"]) == 0
     assert params(in_session, warehouse) == [("2025-02-03", "2025-02-03", "us=east")]
 
