@@ -143,8 +143,8 @@ def test_dry_run_and_run_take_conf_for_one_command(in_session, files, tmp_path, 
     dump.write_text("")
     warehouse = tmp_path / "warehouse"
     assert cli.main(["run", "--quiet", "--pipelines", str(files), "--source", f"file:{dump}",
-                     "--warehouse", str(warehouse), "--conf", "mypipeline.startDate=2025-02-03", "--conf",
-                     "mypipeline.region = us=east"]) == 0
+                     "--warehouse", str(warehouse), "--conf", "mypipeline.startDate=2025-02-03",
+                     "--conf", "mypipeline.region = us=east"]) == 0
     assert params(in_session, warehouse) == [("2025-02-03", "2025-02-03", "us=east")]
 
 
