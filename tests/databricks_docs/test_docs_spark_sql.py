@@ -123,5 +123,6 @@ def test_spark_sql_of_an_unknown_dataset_is_one_line(in_session, tmp_path, capsy
     out, err = capsys.readouterr()
     lines = err.splitlines()
     assert code == 1 and len(lines) == 1 and lines[0].startswith(ERROR), out + err
-    assert "dataset `responses`: reads `raw_callz`, which no pipeline file defines" in lines[0], \
-        lines[0]
+    assert ("dataset `responses`: reads table `raw_callz` (main.exactly_once_root.raw_callz), "
+            "which the pipeline does not define (its datasets: responses) and the local catalog "
+            "does not hold") in lines[0], lines[0]
