@@ -1,7 +1,8 @@
 """A materialized view whose inputs did not change since its last refresh is not recomputed
 (issue 58, execution/unchanged.py): its table keeps its version and the event log says SKIPPED.
 A view that reads something outside the pipeline, or whose query changed, or that depends on
-the clock, is recomputed every update."""
+the clock, or calls a UDF, or whose refresh policy is `full`, is recomputed every update, and
+so is one over a table a full refresh rebuilt."""
 
 from __future__ import annotations
 
@@ -28,10 +29,20 @@ def totals():
     return spark.read.table("events").groupBy("k").agg(F.{aggregate}("v").alias("v"))
 
 
+@dp.materialized_view(name="always", refresh_policy="full")
+def always():
+    return spark.read.table("events")
+
+
 @dp.materialized_view(name="stamped")
 def stamped():
     return spark.read.table("events").agg(F.count("*").alias("n"),
                                           F.current_timestamp().alias("at"))
+
+
+@dp.materialized_view(name="with_udf")
+def with_udf():
+    return spark.read.table("events").select(F.udf(lambda v: v * 2, "int")("v").alias("v"))
 
 
 @dp.materialized_view(name="with_outside")
@@ -68,12 +79,15 @@ def test_a_view_whose_inputs_did_not_change_is_skipped(spark, settings, tmp_path
                           .collect()))
 
     assert set(update().values()) == {"COMPLETED"}
-    first = {t: version(t) for t in ("totals", "stamped", "with_outside")}
+    first = {t: version(t) for t in ("totals", "always", "stamped", "with_udf", "with_outside")}
     # Nothing new in the source: `totals` reads only `events`, which did not change.
-    assert update() == {"events": "COMPLETED", "totals": "SKIPPED", "stamped": "COMPLETED",
+    assert update() == {"events": "COMPLETED", "totals": "SKIPPED", "always": "COMPLETED",
+                        "stamped": "COMPLETED", "with_udf": "COMPLETED",
                         "with_outside": "COMPLETED"}
     assert version("totals") == first["totals"] and totals() == [("a", 1), ("b", 2)]
+    assert version("always") > first["always"]  # refresh_policy="full"
     assert version("stamped") > first["stamped"]  # the clock is an input
+    assert version("with_udf") > first["with_udf"]  # code its plan does not show
     assert version("with_outside") > first["with_outside"]  # a table outside the pipeline
     log = event_log.read(spark, Warehouse(warehouse)).where(
         "event_type = 'flow_progress' AND origin.flow_name = 'totals'")
@@ -87,3 +101,40 @@ def test_a_view_whose_inputs_did_not_change_is_skipped(spark, settings, tmp_path
         .save(str(source))
     assert update(aggregate="max")["totals"] == "COMPLETED"
     assert totals() == [("a", 5), ("b", 2)]
+
+
+def test_a_view_over_a_table_rebuilt_by_a_full_refresh_is_recomputed(spark, settings, tmp_path):
+    """A full refresh rebuilds a table from its sources, and its versions count from the start
+    again: the view over it is recomputed even when the rebuilt table's version is the one the
+    view last read."""
+    source, pipelines, warehouse = tmp_path / "source", tmp_path / "pipelines", \
+        tmp_path / "warehouse"
+    pipelines.mkdir()
+    spark.createDataFrame([("a", 1)], "k STRING, v INT").write.format("delta").save(str(source))
+    (pipelines / "views.py").write_text(dedent('''
+        from pyspark import pipelines as dp
+        from pyspark.sql import functions as F
+
+
+        @dp.table(name="events")
+        def events():
+            return spark.readStream.format("delta").load("{source}")
+
+
+        @dp.materialized_view(name="totals")
+        def totals():
+            return spark.read.table("events").groupBy("k").agg(F.sum("v").alias("v"))
+        ''').format(source=source))
+
+    def update(**options) -> dict[str, str]:
+        result = run_pipeline(spark, settings, warehouse, pipelines_dir=pipelines, **options)
+        return {f.flow: f.status for f in result.flows}
+
+    assert update() == {"events": "COMPLETED", "totals": "COMPLETED"}
+    read_before = delta_log.latest_version(warehouse / "events")
+    spark.createDataFrame([("b", 2)], "k STRING, v INT").write.format("delta").mode("append") \
+        .save(str(source))
+    assert update(full_refresh=["events"], refresh=["totals"])["totals"] == "COMPLETED"
+    assert delta_log.latest_version(warehouse / "events") == read_before  # same number, new rows
+    assert sorted(map(tuple, spark.read.format("delta").load(str(warehouse / "totals"))
+                      .collect())) == [("a", 1), ("b", 2)]

@@ -7,14 +7,15 @@ event log's `flow_progress` row says SKIPPED when nothing did.
 
 What a refresh read is its fingerprint, kept in the userMetadata of the overwrite commit, so it
 is written with the rows it describes and a crash leaves both or neither: the pipeline tables
-the query read and their Delta versions, the pipeline's definition (its files and settings,
-schema_check.fingerprint) and the query's optimized plan (its nodes' text without expression
-ids and without the names of the observations that count expectations: `current_timestamp()`
-replaced by its value, or anything else the code decides at run time, make another plan). A
-query is fingerprinted only when every source
-of its plan is one of those tables (their files, or an empty table's empty relation) and it is
-deterministic; any other (a file or catalog table outside the pipeline, a subquery, `rand()`)
-is recomputed at every update, as before.
+the query read, with their Delta table ids and versions; the pipeline's definition (its files
+and settings, schema_check.fingerprint); and the query's optimized plan, its nodes' text without
+the numbers a session hands out (expression ids, the optimizer's common subexpressions) and
+without the observations that count expectations (`current_timestamp()` replaced by its value,
+or anything else the code decides at run time, makes another plan). A query is fingerprinted
+only when every source of its plan is one of those tables (their files, or an empty table's
+empty relation), it is deterministic and it calls no function whose body its plan does not
+show (a UDF); any other (a file or catalog table outside the pipeline, a subquery, `rand()`, a
+Python UDF) is recomputed at every update, as before.
 """
 
 from __future__ import annotations
@@ -31,8 +32,13 @@ from exactly_once.local.storage import delta_log
 from exactly_once.local.storage.files import StoragePath
 
 REFRESH_KEY = "exactly_once.refresh"
-_EXPRESSION_ID = re.compile(r"#\d+L?")
+# Numbered per session, not per query: expression ids, and the names the optimizer gives the
+# common subexpressions it pulls out (`_common_expr_0`, then `_common_expr_2` next build).
+_SESSION_NUMBERS = re.compile(r"#\d+L?|(?<=_common_expr_)\d+")
 _ALL_FIELDS = 2**31 - 1
+_CLASS = re.compile(r'"class"\s*:\s*"([^"]+)"')
+_USER_CODE = re.compile(r"Python|Pandas|Arrow|ScalaUDF|ScalaUDAF|ScalaAggregator|UserDefined|"
+                        r"\.hive\.")
 
 # A pipeline table the query read: (its path, its Delta version when read)
 TableRead = tuple[str, int]
@@ -44,7 +50,7 @@ def fingerprint(query: DataFrame, reads: Mapping[str, TableRead], definition: st
     query reads something besides `reads`, or is not deterministic."""
     plan = query._jdf.queryExecution().optimizedPlan()
     text = _plan_text(plan)
-    if not plan.deterministic() or "subquery" in text.lower():
+    if not plan.deterministic() or "subquery" in text.lower() or _runs_user_code(plan):
         return None
     roots = [_local(path).rstrip("/") + "/" for path, _ in reads.values()]
     leaves = plan.collectLeaves()
@@ -52,10 +58,23 @@ def fingerprint(query: DataFrame, reads: Mapping[str, TableRead], definition: st
         if not _read_of(leaves.apply(i), roots):
             return None
     return json.dumps({REFRESH_KEY: {
-        "reads": {name: version for name, (_, version) in sorted(reads.items())},
+        # A table's id with its version: a table rebuilt (a full refresh) numbers from 0 again.
+        "reads": {name: [delta_log.table_id(path), version]
+                  for name, (path, version) in sorted(reads.items())},
         "definition": definition,
-        "plan": hashlib.sha256(_EXPRESSION_ID.sub("", text).encode()).hexdigest()}},
+        "plan": hashlib.sha256(_SESSION_NUMBERS.sub("", text).encode()).hexdigest()}},
         sort_keys=True)
+
+
+def _runs_user_code(plan: Any) -> bool:
+    """Whether the plan calls a function whose body it does not show (a Python or pandas UDF,
+    `mapInPandas`, a JVM or Hive UDF): its code may change while the plan's text does not. Its
+    JSON names every node's and expression's class; a plan that has none is taken to run code."""
+    try:
+        classes = _CLASS.findall(plan.toJSON())
+    except Exception:  # a node Spark cannot write as JSON: recomputed, as any unknown
+        return True
+    return not classes or any(_USER_CODE.search(name) for name in classes)
 
 
 def _plan_text(plan: Any) -> str:

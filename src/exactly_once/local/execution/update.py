@@ -416,11 +416,13 @@ class PipelineUpdate:
         if once:
             return "append_once", partial(flows.run_once_flow, spark, flow)
         if self.graph.is_materialized_view(flow.target) or self._batch_table(flow, query):
-            # Not recomputed when what it read did not change (unchanged.py).
-            return "materialized_view", partial(flows.run_materialized_view, spark,
-                                                flow.name, flow.target,
-                                                reads=setup.batch_reads if setup else None,
-                                                pipeline_definition=self.definition)
+            # Not recomputed when what it read did not change (unchanged.py), unless its
+            # refresh policy is `full`.
+            full = getattr(self.graph.outputs.get(flow.target), "refresh_policy", "") == "full"
+            return "materialized_view", partial(
+                flows.run_materialized_view, spark, flow.name, flow.target,
+                reads=None if setup is None or full else setup.batch_reads,
+                pipeline_definition=self.definition)
         return "append", partial(flows.run_append_flow, spark, flow.name, flow.target)
 
     def _batch_table(self, flow: Flow, query: Query | None) -> bool:
