@@ -6,6 +6,7 @@
     sinks.py       one flow into a sink: delta or kafka, exactly once across crashes
     streams.py     the streaming queries: availableNow with a foreachBatch writer
     refresh.py     which tables an update refreshes and which it resets
+    unchanged.py   whether a materialized view's inputs changed since its last refresh
     failures.py    a failed flow as one line
     continuous.py  updates paced by a trigger interval until stopped
     train_jvm.py   `make setup`'s training update for the engine's class archive

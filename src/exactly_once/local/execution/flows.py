@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 
 from pyspark.pipelines.flow import Flow
@@ -39,6 +39,7 @@ from exactly_once.local.auto_cdc.from_snapshot.spec import NextSnapshot, Snapsho
 from exactly_once.local.auto_cdc.from_snapshot.versions import AppliedSnapshot
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.auto_cdc.writer import scd_type_of
+from exactly_once.local.execution import unchanged
 from exactly_once.local.execution.streams import flow_error, run_available_now
 from exactly_once.local.graph.flow_declarations import (
     check_append_query,
@@ -149,11 +150,14 @@ def run_once_flow(spark: SparkSession, flow: Flow, df: DataFrame, warehouse: War
 
 
 def run_materialized_view(spark: SparkSession, flow_name: str, target: str, df: DataFrame,
-                          warehouse: Warehouse, progress: Progress,
-                          timeline: Timeline) -> FlowResult:
+                          warehouse: Warehouse, progress: Progress, timeline: Timeline,
+                          reads: Mapping[str, unchanged.TableRead] | None = None,
+                          pipeline_definition: str | None = None) -> FlowResult:
     """Recompute the whole view and replace the table's contents in one Delta commit, keeping
     what its declaration defines of the table (table_definition.overwrite): created with it
-    first, when new."""
+    first, when new. `reads`: the pipeline tables the query read and their versions; when
+    they, the query and the `pipeline_definition` (schema_check.fingerprint) are those of
+    the table's last refresh, nothing is written and the flow is SKIPPED (unchanged.py)."""
     result = FlowResult(flow=flow_name, target=target, kind="materialized_view")
     path = warehouse.table_path(target).resolve()
     definition = warehouse.definition(target)
@@ -164,11 +168,18 @@ def run_materialized_view(spark: SparkSession, flow_name: str, target: str, df: 
             # As a write stores a schema: a query's non-nullable column is no NOT NULL.
             warehouse.create_table(spark, target, as_written(df.schema))
     how = table_definition.overwrite(path, definition, df.schema)
+    stamp = None if reads is None or pipeline_definition is None \
+        else unchanged.fingerprint(df, reads, pipeline_definition)
+    if stamp is not None and unchanged.refreshed_with(path, stamp):
+        result.status = "SKIPPED"
+        return result
     version_before = delta_log.latest_version(path)
     with timeline.span(flow_name, "flow"), timeline.span(flow_name, "delta overwrite", 0, target), \
             jobs_described(spark, flow_name):
         try:
             writer = df.write.format("delta").mode("overwrite").options(**how.options)
+            if stamp is not None:
+                writer = writer.option("userMetadata", stamp)
             if how.partition_by is not None:
                 writer = writer.partitionBy(*how.partition_by)
             writer.save(str(path))

@@ -35,7 +35,7 @@ from exactly_once.local.catalog.names import Namespace
 from exactly_once.local.catalog.scope import ReadScope
 from exactly_once.local.engine import pipeline_session
 from exactly_once.local.engine.sql_parser import quiet_query_context
-from exactly_once.local.execution import flows, schema_check, sinks, streams
+from exactly_once.local.execution import flows, schema_check, sinks, streams, unchanged
 from exactly_once.local.execution.refresh import RefreshSelection, plan_refresh
 from exactly_once.local.execution.streams import flow_error
 from exactly_once.local.graph.dataset_declarations import batch_table_with_flows
@@ -71,6 +71,8 @@ class _FlowSetup:
     not_waited_for: list[str] = field(default_factory=list)
     # The schema (its log's schemaString) each table not waited for had when the query was built.
     built_against: dict[str, str | None] = field(default_factory=dict)
+    # The tables it read as a batch: their path and the version read (execution/unchanged.py).
+    batch_reads: dict[str, unchanged.TableRead] = field(default_factory=dict)
 
 
 def default_scope(warehouse: Warehouse) -> ReadScope:
@@ -264,6 +266,7 @@ class PipelineUpdate:
             setup.streamed.add(name)
         path = self.warehouse.table_path(name).resolve()
         if not streaming:  # the files its log names: no rebuild of its Delta state
+            setup.batch_reads[name] = (str(path), delta_log.latest_version(path))
             return read_latest(session, str(path))
         reader = session.readStream.format("delta")
         if first_batch and delta_log.appends_since_creation(path):
@@ -394,8 +397,8 @@ class PipelineUpdate:
 
         return next_snapshot
 
-    def _runner(self, flow: Flow | AutoCdcSpec | SnapshotCdcSpec,
-                query: Query | None) -> tuple[str, FlowRunner]:
+    def _runner(self, flow: Flow | AutoCdcSpec | SnapshotCdcSpec, query: Query | None,
+                setup: _FlowSetup | None = None) -> tuple[str, FlowRunner]:
         """The flow's kind and the function that runs it in the flow's session (`_run_flow`),
         decided once its query is built: a `@dp.table` over a batch query is a materialized
         view, as Databricks' `table` reference says (open-source pipelines refuse it)."""
@@ -413,8 +416,13 @@ class PipelineUpdate:
         if once:
             return "append_once", partial(flows.run_once_flow, spark, flow)
         if self.graph.is_materialized_view(flow.target) or self._batch_table(flow, query):
-            return "materialized_view", partial(flows.run_materialized_view, spark,
-                                                flow.name, flow.target)
+            # Not recomputed when what it read did not change (unchanged.py), unless its
+            # refresh policy is `full`.
+            full = getattr(self.graph.outputs.get(flow.target), "refresh_policy", "") == "full"
+            return "materialized_view", partial(
+                flows.run_materialized_view, spark, flow.name, flow.target,
+                reads=None if setup is None or full else setup.batch_reads,
+                pipeline_definition=self.definition)
         return "append", partial(flows.run_append_flow, spark, flow.name, flow.target)
 
     def _batch_table(self, flow: Flow, query: Query | None) -> bool:
@@ -464,7 +472,7 @@ class PipelineUpdate:
             if any(err is failure for failure in self._failures):  # an upstream flow's
                 raise
             self._failed(flow, self._runner(flow, None)[0], err, started)
-        kind, run = self._runner(flow, df)
+        kind, run = self._runner(flow, df, setup)
         if setup.streamed & self._reset and flow.target not in self._reset:
             # A kept table (protected, or not selected) reads a table rebuilt in this update:
             # its checkpoint names the old table, so it reads the new one from the start.
@@ -476,7 +484,9 @@ class PipelineUpdate:
         except Exception as err:
             self._failed(flow, kind, err, started)
         result.seconds = self.timeline.now() - started
-        for o in setup.observed:  # expectation counts, from the same pass that wrote the rows
+        # Expectation counts, from the same pass that wrote the rows; a view skipped as
+        # unchanged ran no query, so it counted nothing (its Observation would never answer).
+        for o in setup.observed if result.status != "SKIPPED" else []:
             o.collect(result.observed)
             result.expectations += o.metrics
             result.dropped_records = (result.dropped_records or 0) + o.dropped_records

@@ -83,6 +83,10 @@ class DeclaredStreamingTable(StreamingTable, DatabricksArguments):
 class DeclaredMaterializedView(MaterializedView, DatabricksArguments):
     """`@dp.materialized_view`."""
 
+    # `full`: recomputed at every update, even when nothing it reads changed (execution/
+    # unchanged.py skips the others then).
+    refresh_policy: str = "auto"
+
 
 @dataclass(frozen=True, kw_only=True)
 class PublishedView(TemporaryView):
@@ -347,6 +351,7 @@ def materialized_view(query_function: QueryFunction | None = None, *, name: str 
                                path=path, partition_cols=partition_cols,
                                cluster_by_auto=cluster_by_auto, cluster_by=cluster_by,
                                schema=schema, row_filter=row_filter, private=private),
+            refresh_policy=str(refresh_policy or "auto").lower(),
             source_code_location=location))
         registry.register_flow(_flow(declaring.dataset, conf, location, function))
 

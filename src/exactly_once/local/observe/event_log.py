@@ -108,8 +108,10 @@ def flow_progress_row(result: FlowResult, update_id: str, sequence: int,
     schema_changes = [(c.column, c.change, c.data_type, c.previous_type)
                       for c in result.schema_changes] or None
     failed = result.status == "FAILED"
-    message = (f"Flow '{result.flow}' has FAILED." if failed
-               else f"Flow '{result.flow}' has COMPLETED.")
+    message = {"FAILED": f"Flow '{result.flow}' has FAILED.",
+               "SKIPPED": f"Flow '{result.flow}' is SKIPPED: nothing it reads changed since "
+                          "its last refresh."}.get(result.status,
+                                                   f"Flow '{result.flow}' has COMPLETED.")
     return (
         str(uuid.uuid4()), (sequence,),
         (PIPELINE_NAME, pipeline_id, update_id, result.flow, result.target),

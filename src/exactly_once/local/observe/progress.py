@@ -25,7 +25,8 @@ class FlowResult:
     cdc_rejected: int = 0
     cdc_stale: int = 0  # AUTO CDC events older than the stored state
     seconds: float = 0.0
-    status: str = "COMPLETED"  # or FAILED, as the event log reports it
+    # or FAILED; SKIPPED: a materialized view whose inputs did not change (execution/unchanged.py)
+    status: str = "COMPLETED"
     error: str | None = None
     # Expectations (local/graph/expectations.py): summed streaming `observedMetrics`, then per rule.
     observed: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -96,6 +97,9 @@ class Progress:
                     f"{applied.deleted:,} deleted")
 
     def flow_finished(self, result: FlowResult) -> None:
+        if result.status == "SKIPPED":
+            self._print(f"- {result.flow}: skipped, nothing it reads changed")
+            return
         extra = ""
         if result.duplicates_dropped:
             extra += f", {result.duplicates_dropped:,} duplicates dropped"
