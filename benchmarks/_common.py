@@ -1,8 +1,10 @@
-"""Helpers of redelivery_bench.py: sizes on disk, the commit, and kcat feeds that grow in parts."""
+"""Helpers of the benchmarks: sizes on disk, the commit, a JVM's CPU seconds, and kcat feeds that
+grow in parts."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
@@ -21,6 +23,12 @@ def du(path: Path) -> int:
 
 def mib(n: int) -> str:
     return f"{n / 2**20:,.2f} MiB"
+
+
+def jvm_cpu(pid: int) -> float:
+    """User and system CPU seconds process `pid` (a Spark driver's JVM) has spent so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def commit() -> str:

@@ -23,7 +23,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from _common import Feed, commit
+from _common import Feed, commit, jvm_cpu
 
 
 def main() -> None:
@@ -45,16 +45,12 @@ def main() -> None:
     feed.append(1000, seed=1000)
     settings = replace(load_settings("local"), source=feed.source)
 
-    def jvm_cpu() -> float:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
     def update(side: str) -> tuple[float, float, float, str]:
         unchanged.fingerprint = fingerprint if side == "A" else (lambda *_: None)
-        cpu, began = jvm_cpu(), time.monotonic()
+        cpu, began = jvm_cpu(pid), time.monotonic()
         result = run_pipeline(spark, settings, work / side)
         xp = next(f for f in result.flows if f.flow == "player_xp")
-        return time.monotonic() - began, jvm_cpu() - cpu, xp.seconds, xp.status
+        return time.monotonic() - began, jvm_cpu(pid) - cpu, xp.seconds, xp.status
 
     def next_part(seed: int) -> None:
         feed.append(80, seed=seed)

@@ -49,7 +49,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import REPO, commit, stream_records
+from _common import REPO, commit, jvm_cpu, stream_records
 
 from exactly_once.kafka.generator import GeneratorConfig, generate_stream
 from exactly_once.kafka.kcat import as_consumed, write_kcat_jsonl
@@ -139,8 +139,7 @@ class Driver:
         spec.loader.exec_module(self.jvm_processes)
 
     def jvm_cpu(self) -> float:
-        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return jvm_cpu(self.pid)
 
     def update(self, source: str, warehouse: str = "warehouse", **kwargs) -> dict:
         """One update into `work/warehouse`: wall and JVM CPU seconds, child processes
