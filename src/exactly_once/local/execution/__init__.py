@@ -2,6 +2,7 @@
 
     pipeline.py    the entry point: settings in, one update out (under the warehouse lock)
     update.py      the update: flows ordered by what they read, independent ones in parallel
+    flow_kinds.py  what kind of flow a flow is, and the function that runs it
     flows.py       one flow: streaming append, once append, materialized view, AUTO CDC
     sinks.py       one flow into a sink: delta or kafka, exactly once across crashes
     streams.py     the streaming queries: availableNow with a foreachBatch writer

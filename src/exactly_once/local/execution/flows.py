@@ -92,7 +92,7 @@ def _create_target(spark: SparkSession, flow_name: str, target: str, df: DataFra
             warehouse.create_table(spark, target, as_written(df.schema))
         return []
     if warehouse.definition(target).schema is not None:
-        return []  # a declared schema is the table's: the query fits it (update._check_query)
+        return []  # a declared schema is the table's: the query fits it (flow_kinds.check_query)
     with timeline.span(flow_name, "evolve schema"):
         # Columns the query writes and the table lacks are added, wider types widened; a
         # column another flow of the table writes is no concern of this one.

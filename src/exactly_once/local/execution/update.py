@@ -15,10 +15,8 @@ one flow's driver work (planning, Delta commits) with another's tasks.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any, NoReturn
 
 from pyspark.pipelines.flow import Flow
@@ -35,13 +33,12 @@ from exactly_once.local.catalog.names import Namespace
 from exactly_once.local.catalog.scope import ReadScope
 from exactly_once.local.engine import pipeline_session
 from exactly_once.local.engine.sql_parser import quiet_query_context
-from exactly_once.local.execution import flows, schema_check, sinks, streams, unchanged
+from exactly_once.local.execution import flow_kinds, flows, schema_check, streams, unchanged
+from exactly_once.local.execution.flow_kinds import Query
 from exactly_once.local.execution.refresh import RefreshSelection, plan_refresh
 from exactly_once.local.execution.streams import flow_error
-from exactly_once.local.graph.dataset_declarations import batch_table_with_flows
 from exactly_once.local.graph.event_hooks import run_hooks
 from exactly_once.local.graph.expectations import ObservedExpectations, apply_expectations, declared
-from exactly_once.local.graph.flow_declarations import is_once
 from exactly_once.local.graph.reads import resolved_reads
 from exactly_once.local.graph.registry import PipelineGraph
 from exactly_once.local.graph.sql_queries import resolved_sql
@@ -51,11 +48,6 @@ from exactly_once.local.observe.timeline import UPDATE, WAIT_FOR_UPSTREAM, Timel
 from exactly_once.local.storage import delta_log
 from exactly_once.local.storage.snapshot_files import read_latest
 from exactly_once.local.storage.warehouse import Warehouse
-
-# A flow bound to its session and target, given its query (a DataFrame; for a snapshot flow,
-# its NextSnapshot), the warehouse, the progress and the timeline.
-FlowRunner = Callable[[Any, Warehouse, Progress, Timeline], FlowResult]
-Query = DataFrame | NextSnapshot
 
 
 @dataclass
@@ -398,60 +390,10 @@ class PipelineUpdate:
         return next_snapshot
 
     def _runner(self, flow: Flow | AutoCdcSpec | SnapshotCdcSpec, query: Query | None,
-                setup: _FlowSetup | None = None) -> tuple[str, FlowRunner]:
-        """The flow's kind and the function that runs it in the flow's session (`_run_flow`),
-        decided once its query is built: a `@dp.table` over a batch query is a materialized
-        view, as Databricks' `table` reference says (open-source pipelines refuse it)."""
-        spark = pipeline_session.current(self.spark)
-        once = "_once" if is_once(flow) else ""
-        if isinstance(flow, SnapshotCdcSpec):
-            return f"auto_cdc_from_snapshot{once}", partial(flows.run_snapshot_cdc_flow, spark,
-                                                            flow)
-        if isinstance(flow, AutoCdcSpec):
-            return f"auto_cdc{once}", partial(flows.run_auto_cdc_flow, spark, flow)
-        sink = self.graph.sink(flow.target)
-        if sink is not None:
-            return "append_once" if once else "sink", partial(sinks.run_sink_flow, spark, flow,
-                                                              sink)
-        if once:
-            return "append_once", partial(flows.run_once_flow, spark, flow)
-        if self.graph.is_materialized_view(flow.target) or self._batch_table(flow, query):
-            # Not recomputed when what it read did not change (unchanged.py), unless its
-            # refresh policy is `full`.
-            full = getattr(self.graph.outputs.get(flow.target), "refresh_policy", "") == "full"
-            return "materialized_view", partial(
-                flows.run_materialized_view, spark, flow.name, flow.target,
-                reads=None if setup is None or full else setup.batch_reads,
-                pipeline_definition=self.definition)
-        return "append", partial(flows.run_append_flow, spark, flow.name, flow.target)
-
-    def _batch_table(self, flow: Flow, query: Query | None) -> bool:
-        """Whether `flow` is a `@dp.table`'s own query, and a batch one."""
-        return (flow.name == flow.target and self.graph.query_decides_kind(flow.target)
-                and isinstance(query, DataFrame) and not query.isStreaming)
-
-    def _check_query(self, flow: Flow | AutoCdcSpec | SnapshotCdcSpec, kind: str,
-                     query: Query) -> None:
-        """What the target's declaration asks of the flow, checked before it writes: a
-        materialized view `@dp.table` made is its flow's alone; a query fits the table's
-        declared schema; a stored table has the layout declared (only a full refresh changes
-        a streaming table's)."""
-        target = flow.target
-        if kind == "materialized_view" and self.graph.query_decides_kind(target):
-            others = [f.name for f in self.graph.flows_into(target) if f.name != flow.name]
-            if others:
-                raise batch_table_with_flows(target, others)
-        definition = self.warehouse.definition(target)
-        if kind in ("append", "append_once", "materialized_view") \
-                and isinstance(query, DataFrame):
-            problem = definition.fit_problem(query.schema)
-            if problem:
-                raise DeclarationError(problem, dataset=target)
-        if kind != "materialized_view" and self.warehouse.has_table(target):
-            problem = definition.layout_problem(self.warehouse.table_path(target))
-            if problem:
-                raise DeclarationError(f"{problem}; a full refresh of `{target}` "
-                                       f"(--full-refresh {target}) recreates it", dataset=target)
+                setup: _FlowSetup | None = None) -> tuple[str, flow_kinds.FlowRunner]:
+        """The flow's kind and its runner in the flow's session (flow_kinds.py)."""
+        return flow_kinds.runner(pipeline_session.current(self.spark), self.graph, flow, query,
+                                 None if setup is None else setup.batch_reads, self.definition)
 
     def _run_flow(self, flow: Flow | AutoCdcSpec | SnapshotCdcSpec) -> None:
         """The flow built and run on this thread in its session (`_session_of`): what its code
@@ -479,7 +421,7 @@ class PipelineUpdate:
             self.warehouse.reset_checkpoint(flow.name)
         self.progress.flow_started(flow.name, kind)
         try:
-            self._check_query(flow, kind, df)
+            flow_kinds.check_query(self.graph, self.warehouse, flow, kind, df)
             result = run(df, self.warehouse, self.progress, self.timeline)
         except Exception as err:
             self._failed(flow, kind, err, started)

@@ -224,7 +224,7 @@ class _Analyzer:
 
     def _appends(self, flow: Flow) -> bool:
         """Whether `flow` is an append flow into a streaming table, as an update decides it
-        (update.PipelineUpdate._runner): not once, not into a sink, a view or a materialized
+        (flow_kinds.runner): not once, not into a sink, a view or a materialized
         view, and not a `@dp.table`'s own query (which a batch query makes a materialized
         view)."""
         target = flow.target
