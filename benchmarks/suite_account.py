@@ -1,0 +1,97 @@
+"""Where the suite's minutes go: a pytest plugin recording every test's report, and its account
+per file, of one run or of a run against a baseline run (each file's ratio).
+
+Record (xdist's controller writes one JSON line per setup, call and teardown of each test):
+
+    PYTHONPATH=benchmarks PYTEST_ADDOPTS="-p suite_account" SUITE_ACCOUNT=/tmp/head.jsonl make test
+
+Account:
+
+    .venv/bin/python benchmarks/suite_account.py /tmp/head.jsonl [--baseline /tmp/base.jsonl]
+        [--since COMMIT]
+
+`--since`: also split the worker-minutes into tests named at COMMIT and tests added after it.
+The workers' own account (busy minutes, when each ended) shows how even the split was.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+from collections import defaultdict
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def pytest_runtest_logreport(report) -> None:  # noqa: ANN001 - pytest's TestReport
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # the controller records what workers report
+        return
+    node = getattr(report, "node", None)
+    row = {"id": report.nodeid, "when": report.when, "seconds": report.duration,
+           "start": report.start, "stop": report.stop, "outcome": report.outcome,
+           "worker": node.gateway.id if node is not None else None}
+    with open(os.environ.get("SUITE_ACCOUNT", "suite-account.jsonl"), "a") as out:
+        out.write(json.dumps(row) + "\n")
+
+
+def read(path: str) -> list[dict]:
+    # A pytest that a test starts (a user's bundle tested as a user runs it) inherits the
+    # plugin: its rows have no worker and are already inside the test that started it.
+    return [row for row in map(json.loads, Path(path).read_text().splitlines())
+            if row["worker"] is not None]
+
+
+def per_file(rows: list[dict]) -> dict[str, float]:
+    files: dict[str, float] = defaultdict(float)
+    for row in rows:
+        files[row["id"].split("::")[0]] += row["seconds"]
+    return files
+
+
+def names_at(commit: str) -> set[str]:
+    found = subprocess.run(["git", "grep", "-h", "-o", "-E", r"^(async )?def test_\w+", commit,
+                            "--", "tests"], capture_output=True, text=True, cwd=REPO).stdout
+    return {line.split()[-1] for line in found.splitlines()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("run")
+    parser.add_argument("--baseline")
+    parser.add_argument("--since")
+    parser.add_argument("--top", type=int, default=25)
+    args = parser.parse_args()
+    rows = read(args.run)
+    began, ended = min(r["start"] for r in rows), max(r["stop"] for r in rows)
+    print(f"{args.run}: {len({r['id'] for r in rows})} tests, "
+          f"{sum(r['seconds'] for r in rows) / 60:.1f} worker-minutes in "
+          f"{(ended - began) / 60:.1f} minutes")
+    for worker in sorted({r["worker"] for r in rows}):
+        mine = [r for r in rows if r["worker"] == worker]
+        print(f"  {worker}: busy {sum(r['seconds'] for r in mine) / 60:.1f} min, "
+              f"ended at {(max(r['stop'] for r in mine) - began) / 60:.1f}")
+    files = per_file(rows)
+    base = per_file(read(args.baseline)) if args.baseline else {}
+    if base:
+        common = set(files) & set(base)
+        print(f"files in both runs: {len(common)}, worker-minutes "
+              f"{sum(files[f] for f in common) / 60:.1f} against "
+              f"{sum(base[f] for f in common) / 60:.1f} "
+              f"({sum(files[f] for f in common) / sum(base[f] for f in common):.2f})")
+    for name, seconds in sorted(files.items(), key=lambda item: -item[1])[:args.top]:
+        against = f"  {base[name]:7.1f}  {seconds / base[name]:5.2f}" if name in base else ""
+        print(f"{seconds:7.1f}{against}  {name}")
+    if args.since:
+        before = names_at(args.since)
+        added = sum(r["seconds"] for r in rows
+                    if re.sub(r"\[.*", "", r["id"].split("::")[-1]) not in before)
+        print(f"tests named at {args.since}: {(sum(r['seconds'] for r in rows) - added) / 60:.1f}"
+              f" worker-minutes; added since: {added / 60:.1f}")
+
+
+if __name__ == "__main__":
+    main()
