@@ -27,11 +27,10 @@ from exactly_once.local.storage.warehouse import Warehouse
 # its NextSnapshot), the warehouse, the progress and the timeline.
 FlowRunner = Callable[[Any, Warehouse, Progress, Timeline], FlowResult]
 Query = DataFrame | NextSnapshot
-AnyFlow = Flow | AutoCdcSpec | SnapshotCdcSpec
 
 
-def runner(spark: SparkSession, graph: PipelineGraph, flow: AnyFlow, query: Query | None,
-           batch_reads: Mapping[str, unchanged.TableRead] | None,
+def runner(spark: SparkSession, graph: PipelineGraph, flow: Flow | AutoCdcSpec | SnapshotCdcSpec,
+           query: Query | None, batch_reads: Mapping[str, unchanged.TableRead] | None,
            definition: str | None) -> tuple[str, FlowRunner]:
     """The flow's kind and the function that runs it in `spark` (the flow's session).
     `query`: None before it is built (a flow that failed, or ran once already); `batch_reads`:
@@ -59,12 +58,12 @@ def runner(spark: SparkSession, graph: PipelineGraph, flow: AnyFlow, query: Quer
 
 def is_batch_table(graph: PipelineGraph, flow: Flow, query: Query | None) -> bool:
     """Whether `flow` is a `@dp.table`'s own query, and a batch one."""
-    return (flow.name == flow.target and graph.query_decides_kind(flow.target)
-            and isinstance(query, DataFrame) and not query.isStreaming)
+    return (graph.decides_kind(flow) and isinstance(query, DataFrame)
+            and not query.isStreaming)
 
 
-def check_query(graph: PipelineGraph, warehouse: Warehouse, flow: AnyFlow, kind: str,
-                query: Query) -> None:
+def check_query(graph: PipelineGraph, warehouse: Warehouse,
+                flow: Flow | AutoCdcSpec | SnapshotCdcSpec, kind: str, query: Query) -> None:
     """What the target's declaration asks of the flow, checked before it writes: a
     materialized view `@dp.table` made is its flow's alone; a query fits the table's declared
     schema; a stored table has the layout declared (only a full refresh changes a streaming

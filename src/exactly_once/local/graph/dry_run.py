@@ -167,7 +167,7 @@ class _Analyzer:
                 problem = definition.fit_problem(df.schema)
                 if problem:
                     raise DeclarationError(problem, dataset=name)
-            if flow.name == name and self.graph.query_decides_kind(name) and not df.isStreaming:
+            if self.graph.decides_kind(flow) and not df.isStreaming:
                 self.batch_tables.add(name)
         if schema is None:
             raise GraphError(f"dataset `{name}` has no flow")
@@ -230,7 +230,7 @@ class _Analyzer:
         target = flow.target
         return not (is_once(flow) or self.graph.sink(target) is not None
                     or self.graph.is_view(target) or self.graph.is_materialized_view(target)
-                    or (flow.name == target and self.graph.query_decides_kind(target)))
+                    or self.graph.decides_kind(flow))
 
     def _inline_view(self, name: str) -> DataFrame:
         """A read of temporary view `name`: its query, built in the reader's."""

@@ -125,6 +125,11 @@ class PipelineGraph(GraphElementRegistry):
         """Whether `name` is a `@dp.table`, which a batch query makes a materialized view."""
         return bool(getattr(self.outputs.get(name), "query_decides_kind", False))
 
+    def decides_kind(self, flow: Flow | AutoCdcSpec | SnapshotCdcSpec) -> bool:
+        """Whether `flow` is a `@dp.table`'s own query: a batch one makes the table a
+        materialized view, a streaming one a streaming table."""
+        return flow.name == flow.target and self.query_decides_kind(flow.target)
+
     def definitions(self) -> dict[str, TableDefinition]:
         """Each table's declared definition, as the warehouse stores it."""
         return {t.name: TableDefinition(
