@@ -256,6 +256,38 @@ def test_a_crash_after_the_merge_neither_applies_the_snapshot_twice_nor_skips_it
     assert snapshot_versions.latest(state) == (1, 2)
 
 
+def test_the_first_snapshot_is_appended_and_a_crash_after_it_is_finished_by_the_next_run(
+        spark, settings, tmp_path, monkeypatch):
+    """Into an empty target every key is new: the first snapshot is one append (a WRITE
+    commit, no MERGE to scan and join the target). Killed before its version is recorded, the
+    next run asks for it again, finds it applied, and goes on."""
+    pipeline = SnapshotPipeline(spark, settings, tmp_path, SCD2_TRACKING)
+    pipeline.add(1, DOCS_SNAPSHOT_1)
+    pipeline.add(2, DOCS_SNAPSHOT_2)
+    record = snapshot_versions.record
+
+    def killed_before_recording_the_first(state, applied):
+        if applied.ordinal == 0:
+            raise RuntimeError("killed")
+        record(state, applied)
+
+    monkeypatch.setattr(snapshot_versions, "record", killed_before_recording_the_first)
+    with pytest.raises(FlowError, match="killed"):
+        pipeline.run()
+    target = pipeline.warehouse / "target"
+    assert delta_log.commit_info(target, 1)["operation"] == "WRITE"
+    assert pipeline.table() == [(1, "a1", "b1", 1, None), (2, "a2", "b2", 1, None),
+                                (4, "a4", "b4", 1, None)]
+    monkeypatch.setattr(snapshot_versions, "record", record)
+    pipeline.calls()
+    pipeline.run()
+    assert pipeline.calls() == [None, 1, 2]  # snapshot 1 asked for again: not skipped
+    assert pipeline.table() == DOCS_SCD2_TARGET
+    assert pipeline.snapshot_counts()[-1] == [("1", 0, 0, 0), ("2", 1, 2, 1)]
+    assert delta_log.commit_info(target, 2)["operation"] == "MERGE"
+    assert delta_log.latest_version(target) == 2
+
+
 # -- a source that breaks the contract: one line naming the flow ----------------------------------
 CONTRACT = """
 from pyspark import pipelines as dp

@@ -1,4 +1,5 @@
-"""A snapshot's changes (diff.py) written to the target: one Delta MERGE, SCD1 or SCD2.
+"""A snapshot's changes (diff.py) written to the target: one Delta MERGE, SCD1 or SCD2; into
+an empty target, where every change is an insert, one append (`inserted_rows`).
 
 SCD1: the target holds the snapshot's rows; inserted keys are inserted, updated keys take the
 snapshot's columns, deleted keys are deleted.
@@ -11,8 +12,9 @@ closed. The MERGE matches on the keys and `__START_AT`.
 
 The MERGE is computed from the target's current rows, so applying a snapshot the target already
 reflects changes nothing: after a crash between the MERGE and the version log's record, the
-snapshot asked for again finds no change, and is recorded. These functions build the MERGE;
-the caller executes it (with its commit marker, `idempotent.merge`).
+snapshot asked for again finds no change, and is recorded (so too after the append). These
+functions build the MERGE or the rows; the caller writes them (with its commit marker,
+`idempotent`).
 """
 
 from __future__ import annotations
@@ -57,6 +59,15 @@ def current_rows(target: DataFrame, scd_type: int) -> DataFrame:
     if scd_type == 1:
         return target
     return target.where(F.col(END_AT).isNull()).drop(END_AT)
+
+
+def inserted_rows(changes: DataFrame, target: StructType, version: Any,
+                  version_type: DataType) -> DataFrame:
+    """The changes of a snapshot into an empty target (every one an insert) as the target's
+    rows: SCD2's open at the snapshot's version."""
+    values = {START_AT: F.lit(version).cast(version_type), END_AT: F.lit(None).cast(version_type)}
+    return changes.select(*[values.get(f.name, F.col(f"`{f.name}`")).alias(f.name)
+                            for f in target.fields])
 
 
 def merge_scd1(spark: SparkSession, target_path: str, changes: DataFrame, keys: Sequence[str],

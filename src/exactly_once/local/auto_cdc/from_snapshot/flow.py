@@ -5,7 +5,8 @@
     loop:  next_snapshot_and_version(latest) -> None: done (None on the very first call: error)
                                              -> (snapshot, version): check the shape, the
            version's order, the snapshot's columns, keys unique and not NULL; MERGE its changes
-           into the target; record (version, counts) in the version log; latest = version
+           into the target (append them to an empty one); record (version, counts) in the
+           version log; latest = version
 
 Each snapshot is applied (one MERGE, or none when nothing changed) before its version is
 recorded, and the MERGE is computed against the target's current rows: a crash between the two
@@ -29,6 +30,7 @@ from exactly_once.errors import SnapshotError
 from exactly_once.local.auto_cdc.from_snapshot import versions
 from exactly_once.local.auto_cdc.from_snapshot.apply import (
     current_rows,
+    inserted_rows,
     merge_scd1,
     merge_scd2,
     scd2_operations,
@@ -46,7 +48,7 @@ from exactly_once.local.auto_cdc.from_snapshot.spec import NextSnapshot, Snapsho
 from exactly_once.local.auto_cdc.from_snapshot.versions import AppliedSnapshot, shown
 from exactly_once.local.auto_cdc.scd2 import START_AT
 from exactly_once.local.engine.materialize import computed_once
-from exactly_once.local.storage import idempotent
+from exactly_once.local.storage import delta_log, idempotent
 from exactly_once.local.storage.delta_log import Marker
 from exactly_once.local.storage.warehouse import Warehouse
 
@@ -179,18 +181,32 @@ def apply_snapshot(spark: SparkSession, spec: SnapshotCdcSpec, warehouse: Wareho
                             f"fit `{spec.target}`: {mismatch}; a full refresh of "
                             f"`{spec.target}` rebuilds it from the snapshots")
     data = data_columns(snapshot.schema, spec.keys)
+    # An empty target (its log says no rows: a new table, or every key deleted in SCD1) is
+    # compared as no rows, not scanned, and every change is an insert.
+    empty = delta_log.row_count(path) == 0
+    current = current_rows(target, spec.stored_as_scd_type)
+    if empty:
+        current = spark.createDataFrame([], current.schema)
     observation = Observation()
     with step("changes", ordinal):
         # One job: the changes, kept in memory (the MERGE then reads them, not the target they
         # were compared with), with the snapshot's checks and counts observed on the way.
-        changes = snapshot_changes(snapshot, current_rows(target, spec.stored_as_scd_type),
-                                   spec.keys, tracked_columns(spec, data), observation)
+        changes = snapshot_changes(snapshot, current, spec.keys, tracked_columns(spec, data),
+                                   observation)
         changes = computed_once(changes)
     counts = observed_counts(observation)
     _check_counts(spec, version, counts)
     applied = AppliedSnapshot(ordinal, version, counts.rows, counts.inserted, counts.updated,
                               counts.deleted)
-    if applied.changed:
+    marker = Marker(f"snapshot:{spec.name}", ordinal)
+    if applied.changed and empty:
+        with step("target append", ordinal):
+            # The inserts as one append: a MERGE would scan and join a target with no rows.
+            # As safe as the MERGE: a crash before the version's record leaves a target that
+            # reflects the snapshot, so the same snapshot next time changes nothing.
+            idempotent.append(inserted_rows(changes, target.schema, version, version_type),
+                              path, marker, replayed=False)
+    elif applied.changed:
         writer = writer or spark.newSession()
         if spec.stored_as_scd_type == 1:
             merge = merge_scd1(writer, path, changes, spec.keys, data)
@@ -201,8 +217,7 @@ def apply_snapshot(spark: SparkSession, spec: SnapshotCdcSpec, warehouse: Wareho
         with step("target merge", ordinal):
             # Always executed: computed from the target as it is, the MERGE of a snapshot the
             # target already reflects changes nothing (module docstring).
-            idempotent.merge(writer, merge, path, Marker(f"snapshot:{spec.name}", ordinal),
-                             replayed=False)
+            idempotent.merge(writer, merge, path, marker, replayed=False)
     return applied
 
 
