@@ -1,6 +1,7 @@
 """What Spark did for a test, read from Spark itself: its status store (the rows stages wrote
 to shuffles, the plans of SQL executions), a DataFrame's plan (what it scans, whether it needs
-a Python worker), the py4j calls a block sends to the JVM, and a Delta table's latest commit."""
+a Python worker), the py4j calls a block sends to the JVM, a Delta table's latest commit, and how
+the JVM compiles."""
 
 from __future__ import annotations
 
@@ -14,6 +15,15 @@ from exactly_once.local.storage import delta_log
 def last_operation(path) -> str:
     """The operation of the Delta table's latest commit (WRITE, MERGE, OPTIMIZE...)."""
     return delta_log.commit_info(path, delta_log.latest_version(path))["operation"]
+
+
+def tiered_stop_level(spark: SparkSession) -> str:
+    """The JVM's `TieredStopAtLevel`, as HotSpot reports it: "4" compiles with C2, "1" with C1
+    alone (engine/jvm_options.py)."""
+    jvm = spark._jvm
+    bean = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(
+        jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean"))
+    return bean.getVMOption("TieredStopAtLevel").getValue()
 
 
 @contextmanager

@@ -135,6 +135,18 @@ def test_a_setting_conf_does_not_have():
         "e.g. kafka.fail_on_data_loss=false")
 
 
+def test_a_jit_the_runtime_does_not_have(tmp_path):
+    """EXACTLY_ONCE_JIT is checked before a JVM starts (engine/jvm_options.py)."""
+    done = subprocess.run([sys.executable, "-m", "exactly_once.cli", "run", "--source",
+                           f"file:{a_dump(tmp_path)}", "--warehouse", str(tmp_path / "wh")],
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "EXACTLY_ONCE_JIT": "fast"})
+    assert done.returncode == 1
+    assert only_error_line(done.stderr) == (
+        "EXACTLY_ONCE_JIT=fast: the JIT is one of tiered, c1 (the default: tiered)")
+    assert not (tmp_path / "wh").exists()
+
+
 @covers(BundleError)
 def test_an_unknown_target():
     """`--target` names the bundle's target (and conf/'s, of the same name)."""

@@ -4,13 +4,22 @@ as they do in a plain SparkSession (issue 29: a setting made for speed broke `li
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from pyspark.sql import Observation
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
-from spark_probes import calls_into_the_jvm, last_execution_id, sql_plans_since
+from spark_probes import (
+    calls_into_the_jvm,
+    last_execution_id,
+    sql_plans_since,
+    tiered_stop_level,
+)
 
 from exactly_once.errors import GraphError
 from exactly_once.local.storage.warehouse import create_empty_table
@@ -124,3 +133,28 @@ def test_creating_a_table_plans_no_query_over_its_empty_file_list(spark, tmp_pat
     create_empty_table(spark, str(tmp_path / "t"), StructType([StructField("a", StringType())]))
     plans = sql_plans_since(spark, before)
     assert plans and [p for p in plans if "CreateTable" not in p] == []
+
+
+# -- the JIT: tiered in a long-lived session, C1 alone where a process runs one small update ------
+JIT_MODE = """
+import sys; from pathlib import Path
+sys.path.insert(0, sys.argv[2])
+from exactly_once.local.engine.session import build_session
+from spark_probes import tiered_stop_level
+spark = build_session(Path(sys.argv[1]), log_level="OFF")
+print(tiered_stop_level(spark))
+spark.stop()
+"""
+
+
+def test_the_suite_s_session_compiles_with_c2_and_the_processes_it_starts_with_c1(spark,
+                                                                                  tmp_path):
+    """tests/conftest.py sets EXACTLY_ONCE_JIT=c1 for the processes the suite starts (unless
+    the environment chose) and keeps its own session tiered (engine/jvm_options.py): both as
+    their JVMs report it."""
+    assert tiered_stop_level(spark) == "4"
+    done = subprocess.run([sys.executable, "-c", JIT_MODE, str(tmp_path / "wh"),
+                           str(Path(__file__).parent)], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == [{"c1": "1", "tiered": "4"}[os.environ["EXACTLY_ONCE_JIT"]]]

@@ -28,25 +28,48 @@ A cluster's executors run the same short tasks in JVMs that live one update: wit
 options an update of 630 records on the local 2-worker cluster took 0.7 of its time with
 HotSpot's defaults (BENCHMARKS.md, "Beyond one machine"). The class archive is the driver's
 only: an executor's start mapping it measured no faster.
+
+A process that runs one small update ends before most of those methods are worth profiling:
+`EXACTLY_ONCE_JIT=c1` starts the driver with C1 alone (`-XX:TieredStopAtLevel=1`: compiled
+once, without the profiling that feeds C2). One `exactly-once run` process took 0.80-0.84 of
+its time for ~300 records and 0.78 for the demo's 6,300, but 1.58x as long for 200,000 events
+(BENCHMARKS.md, "The first update"), and a long-lived session's warm updates were slower too:
+so the default stays `tiered`, and the choice is the caller's (the tests give it to the one-update
+processes they start, never to their own sessions).
 """
 
 from __future__ import annotations
 
+import os
+
+from exactly_once.errors import SettingsError
 from exactly_once.local.engine import class_archive
 
 # C2's thresholds, 30x HotSpot's (Tier4*: 5,000 calls; 600 with 15,000 calls + loop
 # iterations; 15,000; 40,000 loop iterations for on-stack replacement).
 JIT = ("-XX:Tier4InvocationThreshold=150000 -XX:Tier4MinInvocationThreshold=18000 "
        "-XX:Tier4CompileThreshold=450000 -XX:Tier4BackEdgeThreshold=1200000")
+C1_ONLY = "-XX:TieredStopAtLevel=1"
+JIT_VARIABLE = "EXACTLY_ONCE_JIT"
+JITS = {"tiered": JIT, "c1": C1_ONLY}  # the choices, the default first
 GC = "-XX:+UseParallelGC"
 ZONE = "-Duser.timezone=UTC"
 
 
-def java_options(*more: str) -> str:
-    """`spark.driver.extraJavaOptions` of a session: these, the class archive when `make setup`
-    has built it, then `more`."""
-    return " ".join(option for option in (JIT, GC, ZONE, class_archive.java_options(), *more)
-                    if option)
+def jit_options(jit: str | None = None) -> str:
+    """The driver's JIT options: `jit`'s, else `EXACTLY_ONCE_JIT`'s, else tiered (`JITS`)."""
+    choice = jit or os.environ.get(JIT_VARIABLE) or next(iter(JITS))
+    if choice not in JITS:
+        raise SettingsError(f"{JIT_VARIABLE}={choice}: the JIT is one of "
+                            f"{', '.join(JITS)} (the default: {next(iter(JITS))})")
+    return JITS[choice]
+
+
+def java_options(*more: str, jit: str | None = None) -> str:
+    """`spark.driver.extraJavaOptions` of a session: the JIT's (`jit_options`), the collector's
+    and the zone, the class archive when `make setup` has built it, then `more`."""
+    return " ".join(option for option in (jit_options(jit), GC, ZONE,
+                                          class_archive.java_options(), *more) if option)
 
 
 def executor_java_options() -> str:

@@ -84,10 +84,11 @@ def keep_resident(spark: SparkSession) -> None:
 def build_session(warehouse: Path | str, app_name: str = "exactly-once",
                   shuffle_partitions: int = 2, extra_conf: dict[str, str] | None = None,
                   log_level: str = "ERROR", jvm_log: Path | None = None,
-                  deployment: Deployment | None = None) -> SparkSession:
+                  deployment: Deployment | None = None, jit: str | None = None) -> SparkSession:
     """The session; `jvm_log`: where the JVM's own stderr goes (its start-up notes, anything it
     prints outside `log_level`), for a command whose stderr must hold only its own messages.
-    `deployment`: the master and what its executors need (default: `local[2]`)."""
+    `deployment`: the master and what its executors need (default: `local[2]`). `jit`: the
+    driver's JIT (jvm_options.JITS; default: `EXACTLY_ONCE_JIT`, else tiered)."""
     deployment = deployment or Deployment()
     if _resident is not None:
         if deployment.is_cluster or deployment.jar_dirs:
@@ -160,7 +161,7 @@ def build_session(warehouse: Path | str, app_name: str = "exactly-once",
     for key, value in local_fs.spark_conf().items():
         builder = builder.config(key, value)
     # The JIT, the collector and `make setup`'s class archive (engine/jvm_options.py).
-    builder = builder.config("spark.driver.extraJavaOptions", jvm_options.java_options())
+    builder = builder.config("spark.driver.extraJavaOptions", jvm_options.java_options(jit=jit))
     if deployment.is_cluster:
         builder = builder.config("spark.executor.extraJavaOptions",
                                  jvm_options.executor_java_options())
