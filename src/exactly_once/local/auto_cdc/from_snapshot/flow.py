@@ -50,6 +50,7 @@ from exactly_once.local.auto_cdc.scd2 import START_AT
 from exactly_once.local.engine.materialize import computed_once
 from exactly_once.local.storage import delta_log, idempotent
 from exactly_once.local.storage.delta_log import Marker
+from exactly_once.local.storage.snapshot_files import read_latest
 from exactly_once.local.storage.warehouse import Warehouse
 
 # A named step of one snapshot (the update's timeline): (step, ordinal) -> context manager.
@@ -171,7 +172,9 @@ def apply_snapshot(spark: SparkSession, spec: SnapshotCdcSpec, warehouse: Wareho
                 snapshot.schema, spec.stored_as_scd_type, version_type),
                 properties=dict(spec.target_properties))
     path = str(warehouse.table_path(spec.target).resolve())
-    target = spark.read.format("delta").load(path)
+    # As the Parquet files its log names: a target without files (a new one) is an empty local
+    # relation, compared with no scan (storage/snapshot_files.py).
+    target = read_latest(spark, path)
     mismatch = schema_mismatch(snapshot.schema, snapshot_part(target.schema))
     if spec.stored_as_scd_type == 2 and target.schema[START_AT].dataType != version_type:
         mismatch = (f"versions of type {version_type.simpleString()}, not "
@@ -181,25 +184,21 @@ def apply_snapshot(spark: SparkSession, spec: SnapshotCdcSpec, warehouse: Wareho
                             f"fit `{spec.target}`: {mismatch}; a full refresh of "
                             f"`{spec.target}` rebuilds it from the snapshots")
     data = data_columns(snapshot.schema, spec.keys)
-    # An empty target (its log says no rows: a new table, or every key deleted in SCD1) is
-    # compared as no rows, not scanned, and every change is an insert.
-    empty = delta_log.row_count(path) == 0
-    current = current_rows(target, spec.stored_as_scd_type)
-    if empty:
-        current = spark.createDataFrame([], current.schema)
     observation = Observation()
     with step("changes", ordinal):
         # One job: the changes, kept in memory (the MERGE then reads them, not the target they
         # were compared with), with the snapshot's checks and counts observed on the way.
-        changes = snapshot_changes(snapshot, current, spec.keys, tracked_columns(spec, data),
-                                   observation)
+        changes = snapshot_changes(snapshot, current_rows(target, spec.stored_as_scd_type),
+                                   spec.keys, tracked_columns(spec, data), observation)
         changes = computed_once(changes)
     counts = observed_counts(observation)
     _check_counts(spec, version, counts)
     applied = AppliedSnapshot(ordinal, version, counts.rows, counts.inserted, counts.updated,
                               counts.deleted)
     marker = Marker(f"snapshot:{spec.name}", ordinal)
-    if applied.changed and empty:
+    # An empty target (its log says no rows: a new table, or every key deleted in SCD1): every
+    # change is an insert.
+    if applied.changed and delta_log.row_count(path) == 0:
         with step("target append", ordinal):
             # The inserts as one append: a MERGE would scan and join a target with no rows.
             # As safe as the MERGE: a crash before the version's record leaves a target that
