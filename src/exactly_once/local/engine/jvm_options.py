@@ -51,17 +51,18 @@ JIT = ("-XX:Tier4InvocationThreshold=150000 -XX:Tier4MinInvocationThreshold=1800
        "-XX:Tier4CompileThreshold=450000 -XX:Tier4BackEdgeThreshold=1200000")
 C1_ONLY = "-XX:TieredStopAtLevel=1"
 JIT_VARIABLE = "EXACTLY_ONCE_JIT"
-JITS = {"tiered": JIT, "c1": C1_ONLY}  # the choices, the default first
+JITS = {"tiered": JIT, "c1": C1_ONLY}
+DEFAULT_JIT = "tiered"
 GC = "-XX:+UseParallelGC"
 ZONE = "-Duser.timezone=UTC"
 
 
 def jit_options(jit: str | None = None) -> str:
     """The driver's JIT options: `jit`'s, else `EXACTLY_ONCE_JIT`'s, else tiered (`JITS`)."""
-    choice = jit or os.environ.get(JIT_VARIABLE) or next(iter(JITS))
+    choice = jit or os.environ.get(JIT_VARIABLE) or DEFAULT_JIT
     if choice not in JITS:
         raise SettingsError(f"{JIT_VARIABLE}={choice}: the JIT is one of "
-                            f"{', '.join(JITS)} (the default: {next(iter(JITS))})")
+                            f"{', '.join(JITS)} (the default: {DEFAULT_JIT})")
     return JITS[choice]
 
 
