@@ -17,13 +17,13 @@ def last_operation(path) -> str:
     return delta_log.commit_info(path, delta_log.latest_version(path))["operation"]
 
 
-def tiered_stop_level(spark: SparkSession) -> str:
-    """The JVM's `TieredStopAtLevel`, as HotSpot reports it: "4" compiles with C2, "1" with C1
-    alone (engine/jvm_options.py)."""
+def vm_option(spark: SparkSession, name: str) -> str:
+    """The JVM's option `name`, as HotSpot reports it: `TieredStopAtLevel` "4" compiles with C2,
+    "1" with C1 alone (engine/jvm_options.py); `ReservedCodeCacheSize` in bytes."""
     jvm = spark._jvm
     bean = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(
         jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean"))
-    return bean.getVMOption("TieredStopAtLevel").getValue()
+    return bean.getVMOption(name).getValue()
 
 
 @contextmanager

@@ -8,6 +8,7 @@ stack frames and the query's plan.
 from __future__ import annotations
 
 import pytest
+from py4j.protocol import Py4JJavaError
 
 from exactly_once.errors import DataLossError, FlowError, SourceUnavailableError
 from exactly_once.local.execution.failures import flow_failure
@@ -62,3 +63,16 @@ def test_any_other_failure_keeps_the_first_line_of_sparks_message(text, line):
     error = flow_failure("silver_orders", RuntimeError(text))
     assert type(error) is FlowError
     assert str(error) == f"flow `silver_orders` failed: {line}"
+
+
+def test_a_java_error_behind_a_python_call_is_told_by_its_java_exception(spark):
+    """A foreachBatch function whose py4j call failed in the JVM with an exception PySpark does
+    not translate: py4j's first line names only the call ("An error occurred while calling
+    o7960.save."), so the line is the Java exception's own."""
+    with pytest.raises(Py4JJavaError) as raised:
+        spark._jvm.java.lang.Class.forName("no.such.Class")
+    stream_failed = RuntimeError(STREAM_FAILED.format(
+        "[FOREACH_BATCH_USER_FUNCTION_ERROR] An error occurred in the user provided function"))
+    error = flow_failure("orders_history", stream_failed, raised.value)
+    assert str(error) == ("flow `orders_history` failed: java.lang.ClassNotFoundException: "
+                          "no.such.Class")

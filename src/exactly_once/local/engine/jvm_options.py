@@ -31,11 +31,11 @@ only: an executor's start mapping it measured no faster.
 
 A process that runs one small update ends before most of those methods are worth profiling:
 `EXACTLY_ONCE_JIT=c1` starts the driver with C1 alone (`-XX:TieredStopAtLevel=1`: compiled
-once, without the profiling that feeds C2). One `exactly-once run` process took 0.80-0.84 of
-its time for ~300 records and 0.78 for the demo's 6,300, but 1.58x as long for 200,000 events
-(BENCHMARKS.md, "The first update"), and a long-lived session's warm updates were slower too:
-so the default stays `tiered`, and the choice is the caller's (the tests give it to the one-update
-processes they start, never to their own sessions).
+once, without the profiling that feeds C2), keeping tiered's code cache. One `exactly-once run`
+process took 0.80-0.84 of its time for ~300 records and 0.78 for the demo's 6,300, but 1.58x as
+long for 200,000 events (BENCHMARKS.md, "The first update"), and a long-lived session's warm
+updates were slower too: so the default stays `tiered`, and the choice is the caller's (the
+tests give it to the one-update processes they start, never to their own sessions).
 """
 
 from __future__ import annotations
@@ -49,7 +49,9 @@ from exactly_once.local.engine import class_archive
 # iterations; 15,000; 40,000 loop iterations for on-stack replacement).
 JIT = ("-XX:Tier4InvocationThreshold=150000 -XX:Tier4MinInvocationThreshold=18000 "
        "-XX:Tier4CompileThreshold=450000 -XX:Tier4BackEdgeThreshold=1200000")
-C1_ONLY = "-XX:TieredStopAtLevel=1"
+# C1 alone, with the code cache HotSpot gives tiered (240 MB): alone it would get 48 MB, which a
+# continuous run's updates filled ("Out of space in CodeCache for adapters", a failed update).
+C1_ONLY = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 JIT_VARIABLE = "EXACTLY_ONCE_JIT"
 JITS = {"tiered": JIT, "c1": C1_ONLY}
 DEFAULT_JIT = "tiered"

@@ -15,7 +15,8 @@ answers differently get a class of their own (errors.py) and a line that says wh
 * a row that breaks a table's declared NOT NULL column: Delta's own line, which names the column
   (Spark's first line is then about the py4j call that failed).
 
-Anything else keeps the first line of Spark's message.
+Anything else keeps the first line of Spark's message (of the Java exception's, when a py4j
+call failed with one PySpark does not translate).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from __future__ import annotations
 import json
 import re
 
+from py4j.protocol import Py4JJavaError
 from pyspark.sql import SparkSession
 
 from exactly_once.errors import DataLossError, FlowError, SourceUnavailableError
@@ -68,7 +70,18 @@ def flow_failure(flow: str, err: BaseException,
     if constraint:
         return FlowError(failed + constraint.group(1))
     shown = batch_error or err
-    return FlowError(failed + (str(shown).splitlines() or [type(shown).__name__])[0])
+    return FlowError(failed + (_message(shown).splitlines() or [type(shown).__name__])[0])
+
+
+def _message(err: BaseException) -> str:
+    """What `err` says; for a JVM exception PySpark left untranslated, the exception's own
+    text, not py4j's line about the call ("An error occurred while calling o7960.save.")."""
+    if isinstance(err, Py4JJavaError):
+        try:
+            return str(err.java_exception.toString())
+        except Exception:  # noqa: BLE001 - a JVM that is gone: py4j's own text then
+            pass
+    return str(err)
 
 
 def _kafka_settings() -> KafkaSettings | None:
