@@ -541,3 +541,24 @@ def test_a_bundle_error_is_one_line_naming_the_file(tmp_path):
     """The other tests check their messages with `refused`, which also asserts one line."""
     root = a_bundle(tmp_path, pipeline_yml("schema: ${var.nope}\n"))
     assert refused(root).startswith(f"{tmp_path}/resources/p.pipeline.yml:4: ")
+
+
+def test_resources_and_mutators_written_in_python_are_refused_not_dropped(tmp_path):
+    """The `pydabs` template's bundle declares its pipeline in Python (`python.resources`,
+    run by the Databricks CLI with `databricks-bundles`); a mutator in Python can change a YAML
+    pipeline. Read without them, the bundle would run other pipelines than Databricks runs."""
+    python = "python:\n  venv_path: .venv\n  resources:\n    - \"resources:load_resources\"\n"
+    root = a_bundle(tmp_path, pipeline_yml("name: p\n"), base=BASE + python)
+    assert refused(root) == (
+        f"{tmp_path}/databricks.yml:13: python.resources: resources:load_resources is Python "
+        "that the Databricks CLI runs (the databricks-bundles package) to add or change the "
+        "bundle's resources; it is not run locally, so the bundle cannot be read as Databricks "
+        "reads it: declare its pipelines in YAML (resources.pipelines) to run them here")
+    mutators = "experimental:\n  python:\n    mutators:\n      - \"mutators:add_tags\"\n"
+    root = a_bundle(tmp_path, pipeline_yml("name: p\n"), base=BASE + mutators)
+    assert refused(root).startswith(f"{tmp_path}/databricks.yml:13: experimental.python."
+                                    "mutators: mutators:add_tags is Python that")
+    # A venv alone changes nothing locally: shown by dry-run as without local meaning.
+    venv = a_bundle(tmp_path, pipeline_yml("name: p\n"),
+                    base=BASE + "python:\n  venv_path: .venv\n")
+    assert load_bundle(venv).ignored["python"] == {"venv_path": ".venv"}
