@@ -562,3 +562,13 @@ def test_resources_and_mutators_written_in_python_are_refused_not_dropped(tmp_pa
     venv = a_bundle(tmp_path, pipeline_yml("name: p\n"),
                     base=BASE + "python:\n  venv_path: .venv\n")
     assert load_bundle(venv).ignored["python"] == {"venv_path": ".venv"}
+
+
+def test_an_empty_value_is_null_as_the_cli_reads_it(tmp_path):
+    """YAML 1.2 reads `key:` with nothing after it as null, and the Databricks CLI takes a null
+    map as an empty one: `targets:` whose entries are all commented out (as in Databricks'
+    contrib `generic_sdp_monitoring_dab`) is a bundle without targets."""
+    base = "bundle:\n  name: b\ntargets:\n#  dev:\n#    default: true\n"
+    bundle = load_bundle(a_bundle(tmp_path, pipeline_yml("name: p\n"), base=base))
+    assert (bundle.target, sorted(bundle.pipelines)) == ("default", ["p"])
+

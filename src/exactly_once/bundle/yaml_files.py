@@ -74,7 +74,8 @@ def location_of(value: object) -> str | None:
 
 # YAML 1.2 core schema (https://yaml.org/spec/1.2.2/#1032-tag-resolution), as yaml.v3 resolves.
 _CORE_TYPES = (
-    ("tag:yaml.org,2002:null", r"^(?:~|null|Null|NULL|)$", "~nN"),
+    # "" among the first characters: an empty value (`key:` and nothing) is null too.
+    ("tag:yaml.org,2002:null", r"^(?:~|null|Null|NULL|)$", ["~", "n", "N", ""]),
     ("tag:yaml.org,2002:bool", r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF"),
     ("tag:yaml.org,2002:int", r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$",
      "-+0123456789"),
