@@ -572,3 +572,48 @@ def test_an_empty_value_is_null_as_the_cli_reads_it(tmp_path):
     bundle = load_bundle(a_bundle(tmp_path, pipeline_yml("name: p\n"), base=base))
     assert (bundle.target, sorted(bundle.pipelines)) == ("default", ["p"])
 
+
+def test_paths_written_from_workspace_file_path_are_the_bundle_s_own_files(tmp_path):
+    """`${workspace.file_path}` is where the CLI syncs the bundle's folder, so a path built on it
+    names a file of the bundle: locally, that file where it is."""
+    root = a_bundle(tmp_path, pipeline_yml("""
+        name: p
+        root_path: ${workspace.file_path}/src
+        libraries:
+          - file:
+              path: ${workspace.file_path}/src/a.py
+          - glob:
+              include: ${workspace.file_path}/src/*.sql
+    """))
+    p = load_bundle(root).pipeline()
+    assert p.root_path == tmp_path / "src"
+    assert [str(library) for library in p.libraries] == [f"{tmp_path}/src/a.py",
+                                                         f"{tmp_path}/src/b.sql"]
+
+
+def test_workspace_file_path_is_the_sync_root_when_sync_paths_reach_above_the_bundle(tmp_path):
+    """As in Databricks' contrib monitoring bundles: `sync.paths` lists `../common`, so the CLI
+    syncs the folder holding both, and `${workspace.file_path}` is that folder."""
+    bundle = tmp_path / "this_dab"
+    base = BASE + "sync:\n  paths:\n    - ../common\n    - .\n"
+    a_bundle(bundle, pipeline_yml("""
+        name: p
+        root_path: ${workspace.file_path}/this_dab/src
+        libraries:
+          - glob:
+              include: ../../common/*.py
+        configuration:
+          files: ${workspace.file_path}
+    """), base=base)
+    write(tmp_path, {"common/shared.py": "y = 2\n"})
+    p = load_bundle(bundle).pipeline()
+    assert (p.root_path, p.configuration["files"]) == (bundle / "src", str(tmp_path))
+    assert [str(library) for library in p.libraries] == [f"{tmp_path}/common/shared.py"]
+    # A workspace path that is no file of the bundle stays refused.
+    outside = a_bundle(tmp_path / "other", pipeline_yml("""
+        name: p
+        libraries:
+          - file:
+              path: /Workspace/Shared/a.py
+    """))
+    assert "`/Workspace/Shared/a.py` is a workspace path" in refused(outside)

@@ -7,9 +7,11 @@ What references mean locally:
   `${bundle.mode}`, any other `bundle` setting; `${bundle.git.branch|commit|origin_url}` from
   the bundle folder's git repository ("" outside one), as the CLI loads them;
 - `${workspace.current_user.*}`: the local user (current_user.py);
-- `${workspace.file_path}`: the bundle's folder. On Databricks it is where the bundle's files
-  are synced (`<root_path>/files`); locally the files are where they are, as with the CLI's
-  source-linked deployments, which also resolve it to the local folder;
+- `${workspace.file_path}`: the folder the bundle syncs (its own, or the one holding it and
+  every `sync.paths` entry, `_sync_root`). On Databricks it is where those files are synced
+  (`<root_path>/files`); locally the files are where they are, as with the CLI's source-linked
+  deployments, which also resolve it to the local folder. A path built on it names a file of
+  the bundle (pipelines.py);
 - `${workspace.root_path}`: the workspace folder the CLI would deploy to (`workspace.root_path`
   as set, `~/` being `/Workspace/Users/<userName>/`, else
   `/Workspace/Users/<userName>/.bundle/<bundle name>/<target>`), and `resource_path`,
@@ -212,7 +214,7 @@ class _Lookup:
             raise NoLocalValue(f"the workspace user's `{path[2]}` is known only on a "
                                f"workspace; locally the user is `{self.user['userName']}`")
         if field_ == "file_path":
-            return Found(str(self.config.root), key)
+            return Found(str(_sync_root(self.config.root, self.config.tree)), key)
         if field_ == "root_path":
             configured = section.get("root_path")
             user_home = f"/Workspace/Users/{self.user['userName']}"

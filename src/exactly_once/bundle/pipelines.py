@@ -147,7 +147,10 @@ def _local_path(value: Any, key: str, sync_root: Path) -> Path:
     """A path written in a bundle file, relative to that file, checked to be in the bundle."""
     text = _text(value, key)
     where = location_of(value) or "?"
-    if text.startswith("/") or "://" in text:
+    # An absolute path in the synced folder is one built on `${workspace.file_path}`: the
+    # synced copy of a bundle file, that is, locally, the file itself.
+    if "://" in text or (text.startswith("/")
+                         and not Path(os.path.normpath(text)).is_relative_to(sync_root)):
         raise BundleError(f"{where}: {key}: `{text}` is a workspace path, which has no local "
                           f"copy; write the path of the file in the bundle, relative to this "
                           f"file")
