@@ -27,16 +27,17 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from exactly_once.bundle import python_resources
 from exactly_once.bundle.config import Config, bundle_root, load_config
 from exactly_once.bundle.current_user import current_user, normalized
 from exactly_once.bundle.pipelines import PipelineResource, Presets, build_pipeline, plain
 from exactly_once.bundle.references import Deployed, Found, Missing, NoLocalValue, Resolver
 from exactly_once.bundle.variables import Variable, assign
-from exactly_once.bundle.yaml_files import LMap, LStr, located_file, location_of
+from exactly_once.bundle.yaml_files import LMap, LStr, located_file
 from exactly_once.errors import BundleError
 
 # Fields of `bundle` and `workspace` the CLI resolves to "" when not set (its typed
@@ -92,7 +93,6 @@ def load_bundle(root: Path | None = None, target: str | None = None,
     folder = bundle_root(root)
     config = load_config(folder, target)
     tree = config.tree
-    _refuse_python_resources(tree, config.root_file)
     bundle_section = tree.get("bundle") or {}
     name = bundle_section.get("name")
     if not isinstance(name, str) or not name:
@@ -105,6 +105,10 @@ def load_bundle(root: Path | None = None, target: str | None = None,
     resolved_variables = {
         key: plain(resolver.resolve(var.value, f"variables.{key}.value", keep_deployed=True))
         for key, var in assigned.items() if var.source != "lookup"}
+    if python_resources.declared(tree) is not None:  # resources the bundle makes in Python
+        tree = python_resources.apply(tree, folder, config.target, resolved_variables)
+        config = replace(config, tree=tree)
+        resolver = Resolver(_Lookup(config, assigned, user, presets).find)
     pipelines_section = (tree.get("resources") or {}).get("pipelines") or {}
     sync_root = _sync_root(folder, tree)
     pipelines = {key: build_pipeline(key, raw, resolver, sync_root, presets)
@@ -275,38 +279,6 @@ def _sync_root(root: Path, tree: LMap) -> Path:
     return Path(os.path.commonpath(folders))
 
 
-# Where a bundle names Python that the Databricks CLI runs to load and change resources: the
-# `python` section, and the `experimental` names it had before.
-_PYTHON_SECTIONS = (("python",), ("experimental", "python"), ("experimental", "pydabs"))
-
-
-def _refuse_python_resources(tree: LMap, root_file: Path) -> None:
-    """Refuse a bundle whose resources are written or changed in Python (`resources`,
-    `mutators`): the Databricks CLI runs those functions with the `databricks-bundles` package
-    and reads the resources they return; read without them, the bundle would have other
-    pipelines than on Databricks. Its other settings (`venv_path`) are shown as without local
-    meaning (`_ignored`)."""
-    for path in _PYTHON_SECTIONS:
-        section: Any = tree
-        for key in path:
-            section = section.get(key) if isinstance(section, dict) else None
-        if not isinstance(section, dict):
-            continue
-        for kind in ("resources", "mutators"):
-            functions = section.get(kind)
-            if not functions:
-                continue
-            first = functions[0] if isinstance(functions, list) else functions
-            where = location_of(first) or location_of(functions) or located_file(root_file)
-            raise BundleError(
-                f"{where}: {'.'.join(path)}.{kind}: "
-                f"{', '.join(map(str, functions if isinstance(functions, list) else [first]))} "
-                "is Python that the Databricks CLI runs (the databricks-bundles package) to add "
-                "or change the bundle's resources; it is not run locally, so the bundle cannot "
-                "be read as Databricks reads it: declare its pipelines in YAML "
-                "(resources.pipelines) to run them here")
-
-
 def _ignored(tree: LMap, variables: Mapping[str, Variable],
              resolver: Resolver) -> dict[str, object]:
     """The bundle's settings with no local meaning, resolved where they can be."""
@@ -314,7 +286,10 @@ def _ignored(tree: LMap, variables: Mapping[str, Variable],
     workspace = tree.get("workspace")
     if workspace:
         out["workspace"] = plain(resolver.resolve(workspace, "workspace", keep_deployed=True))
+    applied = python_resources.declared(tree)
     for section in _IGNORED_SECTIONS:
+        if section == "python" and applied is not None and applied[0] == "python":
+            continue  # its functions ran (python_resources.py)
         if tree.get(section) is not None:
             out[section] = plain(resolver.resolve(tree[section], section, keep_deployed=True))
     for kind, defined in (tree.get("resources") or {}).items():
