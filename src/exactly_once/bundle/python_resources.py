@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from exactly_once.bundle.pipelines import plain
 from exactly_once.bundle.yaml_files import LList, LMap, LStr, location_of
 from exactly_once.errors import BundleError
 
@@ -53,7 +54,7 @@ def apply(tree: LMap, root: Path, target: str, variables: Mapping[str, Any]) -> 
         return tree
     name, section = found
     python = _python(section, name, root)
-    config: Any = _plain(tree)
+    config: Any = plain(tree)
     config.setdefault("bundle", {})["target"] = target
     config["variables"] = {key: {**(config.get("variables") or {}).get(key, {}), "value": value}
                            for key, value in variables.items()}
@@ -73,7 +74,7 @@ def _merged(tree: LMap, resources: Mapping[str, Any], here: tuple[Path, int]) ->
 
 def _kept(before: Any, after: Any, here: tuple[Path, int]) -> Any:
     """`after`, with `before`'s located values wherever they are equal; new values `here`."""
-    if before is not None and _plain(before) == after:
+    if before is not None and plain(before) == after:
         return before
     if isinstance(after, dict) and isinstance(before, dict):
         return LMap(((key, _kept(before.get(key), value, here)) for key, value in after.items()),
@@ -139,16 +140,6 @@ def _anchor(section: Any, root: Path) -> tuple[Path, int]:
     relative to it), at the line of the section that names the functions."""
     line = section.line if isinstance(section, LMap) else 0
     return root / "databricks.yml", line
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(key): _plain(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_plain(item) for item in value]
-    if isinstance(value, LStr):
-        return str(value)
-    return value
 
 
 def _located(value: Any, here: tuple[Path, int]) -> Any:
