@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import sys
 import textwrap
 from pathlib import Path
@@ -613,6 +614,16 @@ def test_python_resources_that_fail_are_one_line(tmp_path):
                              f"Python ({tmp_path}/.venv/bin/python); create it with the "
                              "bundle's dependencies, databricks-bundles among them (`uv sync`, "
                              "as Databricks' templates do)")
+    # A Python without the package: the suite's own, with no site-packages.
+    (tmp_path / ".venv" / "bin").mkdir(parents=True)
+    (tmp_path / ".venv" / "bin" / "python").write_text(
+        f'#!/bin/sh\nexec "{sys.executable}" -S "$@"\n')
+    (tmp_path / ".venv" / "bin" / "python").chmod(0o755)
+    assert refused(root) == (f"{tmp_path}/databricks.yml:13: python.resources: "
+                             f"{tmp_path}/.venv/bin/python has no databricks-bundles package, "
+                             "which runs resources written in Python (pip install "
+                             "databricks-bundles)")
+    shutil.rmtree(tmp_path / ".venv")
     (tmp_path / ".venv").symlink_to(Path(sys.prefix))
     message = refused(root)
     assert message.startswith(f"{tmp_path}/databricks.yml:13: python.resources: ")
