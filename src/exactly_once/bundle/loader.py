@@ -105,8 +105,9 @@ def load_bundle(root: Path | None = None, target: str | None = None,
     resolved_variables = {
         key: plain(resolver.resolve(var.value, f"variables.{key}.value", keep_deployed=True))
         for key, var in assigned.items() if var.source != "lookup"}
-    if python_resources.declared(tree) is not None:  # resources the bundle makes in Python
-        tree = python_resources.apply(tree, folder, config.target, resolved_variables)
+    in_python = python_resources.declared(tree)  # resources the bundle makes in Python
+    if in_python is not None:
+        tree = python_resources.apply(tree, in_python, folder, config.target, resolved_variables)
         config = replace(config, tree=tree)
         resolver = Resolver(_Lookup(config, assigned, user, presets).find)
     pipelines_section = (tree.get("resources") or {}).get("pipelines") or {}

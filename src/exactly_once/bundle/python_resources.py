@@ -46,12 +46,11 @@ def declared(tree: LMap) -> tuple[str, Any] | None:
     return None
 
 
-def apply(tree: LMap, root: Path, target: str, variables: Mapping[str, Any]) -> LMap:
-    """`tree` with the resources its Python functions add and change (itself when it names
-    none). `variables`: each variable's value, as the functions read them (`bundle.variables`)."""
-    found = declared(tree)
-    if found is None:
-        return tree
+def apply(tree: LMap, found: tuple[str, Any], root: Path, target: str,
+          variables: Mapping[str, Any]) -> LMap:
+    """`tree` with the resources its Python functions add and change; `found` is `declared`'s
+    answer for it. `variables`: each variable's value, as the functions read them
+    (`bundle.variables`)."""
     name, section = found
     python = _python(section, name, root)
     config: Any = plain(tree)
