@@ -164,7 +164,7 @@ def build_session(warehouse: Path | str, app_name: str = "exactly-once",
     builder = builder.config("spark.driver.extraJavaOptions", jvm_options.java_options(jit=jit))
     if deployment.is_cluster:
         builder = builder.config("spark.executor.extraJavaOptions",
-                                 jvm_options.executor_java_options())
+                                 jvm_options.executor_java_options(jit=jit))
     for key, value in (dict(deployment.conf) | (extra_conf or {})).items():
         builder = builder.config(key, value)
     with _stderr_into(jvm_log):
