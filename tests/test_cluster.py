@@ -170,7 +170,7 @@ def executor_jit(_):  # in an executor's Python worker: the JIT level its execut
     pid, command = os.getpid(), lambda pid: Path(f"/proc/{pid}/cmdline").read_bytes()
     while pid > 1 and b"CoarseGrainedExecutorBackend" not in command(pid):
         pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-    found = re.findall(rb"-XX:TieredStopAtLevel=(\d)", command(pid))
+    found = re.findall(rb"-XX:TieredStopAtLevel=(\\d)", command(pid))
     yield found[-1].decode() if found else "4"
 print("executors' JIT level:", sorted(set(spark.sparkContext.parallelize(range(4), 4)
                                           .mapPartitions(executor_jit).collect())))
