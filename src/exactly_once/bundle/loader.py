@@ -116,7 +116,8 @@ def load_bundle(root: Path | None = None, target: str | None = None,
                  for key, raw in pipelines_section.items()}
     return Bundle(root=folder, name=str(resolver.resolve(name, "bundle.name")),
                   target=config.target, mode=config.mode, variables=resolved_variables,
-                  pipelines=pipelines, ignored=_ignored(tree, assigned, resolver),
+                  pipelines=pipelines,
+                  ignored=_ignored(tree, assigned, resolver, in_python and in_python[0]),
                   files=config.files)
 
 
@@ -280,16 +281,16 @@ def _sync_root(root: Path, tree: LMap) -> Path:
     return Path(os.path.commonpath(folders))
 
 
-def _ignored(tree: LMap, variables: Mapping[str, Variable],
-             resolver: Resolver) -> dict[str, object]:
-    """The bundle's settings with no local meaning, resolved where they can be."""
+def _ignored(tree: LMap, variables: Mapping[str, Variable], resolver: Resolver,
+             ran_python: str | None) -> dict[str, object]:
+    """The bundle's settings with no local meaning, resolved where they can be. `ran_python`:
+    the section whose Python functions ran (`python_resources.declared`), if any."""
     out: dict[str, object] = {}
     workspace = tree.get("workspace")
     if workspace:
         out["workspace"] = plain(resolver.resolve(workspace, "workspace", keep_deployed=True))
-    applied = python_resources.declared(tree)
     for section in _IGNORED_SECTIONS:
-        if section == "python" and applied is not None and applied[0] == "python":
+        if section == ran_python == "python":
             continue  # its functions ran (python_resources.py)
         if tree.get(section) is not None:
             out[section] = plain(resolver.resolve(tree[section], section, keep_deployed=True))
