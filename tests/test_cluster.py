@@ -165,15 +165,17 @@ deadline = time.monotonic() + 120
 while spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() < 3:  # driver + 2 executors
     assert time.monotonic() < deadline, "the cluster's two executors did not register"
     time.sleep(0.1)
-def executor_jit(_):  # in an executor's Python worker: the JIT level its executor JVM was given
-    import os, re
+def executor_jvm(_):  # in an executor's Python worker: its executor JVM's JIT level, and
+    import os, re     # whether that JVM mapped the class archive (it does if the archive fits)
+    from exactly_once.paths import CLASS_ARCHIVE
     pid, command = os.getpid(), lambda pid: Path(f"/proc/{pid}/cmdline").read_bytes()
     while pid > 1 and b"CoarseGrainedExecutorBackend" not in command(pid):
         pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
     found = re.findall(rb"-XX:TieredStopAtLevel=(\\d)", command(pid))
-    yield found[-1].decode() if found else "4"
-print("executors' JIT level:", sorted(set(spark.sparkContext.parallelize(range(4), 4)
-                                          .mapPartitions(executor_jit).collect())))
+    mapped = str(CLASS_ARCHIVE.resolve()) in Path(f"/proc/{pid}/maps").read_text()
+    yield found[-1].decode() if found else "4", mapped
+print("executors' JIT level, class archive mapped:", sorted(set(
+    spark.sparkContext.parallelize(range(4), 4).mapPartitions(executor_jvm).collect())))
 rows = computed_once(spark.range(0, 1000, numPartitions=4).withColumn("twice", F.col("id") * 2))
 info = cluster.status(Path(home))
 cluster.kill_worker(info, 1)
@@ -195,8 +197,10 @@ def test_rows_computed_once_outlive_the_executor_that_computed_them(spark_cluste
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip().splitlines()[-1] == "(1000, 999000)"
     # The session's process runs one small job, with EXACTLY_ONCE_JIT=c1 (tests/conftest.py):
-    # its executors, which live as long as it does, compile with C1 alone too.
-    assert "executors' JIT level: ['1']" in done.stdout.splitlines()
+    # its executors, which live as long as it does, compile with C1 alone too, and start from
+    # the driver's class archive (`make setup` builds it).
+    assert "executors' JIT level, class archive mapped: [('1', True)]" in \
+        done.stdout.splitlines()
 
 
 def object_store(server: S3Server, monkeypatch: pytest.MonkeyPatch) -> files.ObjectStore:

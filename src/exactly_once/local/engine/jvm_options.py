@@ -26,10 +26,13 @@ in UTC so that the three agree.
 
 A cluster's executors run the same short tasks in JVMs that live one update: with the same two
 options an update of 630 records on the local 2-worker cluster took 0.7 of its time with
-HotSpot's defaults (BENCHMARKS.md, "Beyond one machine"). The class archive is the driver's
-only: an executor's start mapping it measured no faster. The executors take the driver's JIT
+HotSpot's defaults (BENCHMARKS.md, "Beyond one machine"). The executors take the driver's JIT
 choice below: with C1 alone, an update of 500 events on that cluster took 0.88 of its time and
-0.81 of the executors' CPU (BENCHMARKS.md, "The cluster").
+0.81 of the executors' CPU (BENCHMARKS.md, "The cluster"). They map the driver's class archive
+too: it fits a JVM whose launch class path begins as the one it was written with, so the
+session gives the executors the driver's (session.py); with it the same update took 0.82 of its
+time and 0.70 of the executors' CPU. (Mapped with the executors' own class path, the JVM
+skipped it silently: that measured no faster.)
 
 A process that runs one small update ends before most of those methods are worth profiling:
 `EXACTLY_ONCE_JIT=c1` starts the driver with C1 alone (`-XX:TieredStopAtLevel=1`: compiled
@@ -79,5 +82,7 @@ def java_options(*more: str, jit: str | None = None) -> str:
 
 def executor_java_options(jit: str | None = None) -> str:
     """`spark.executor.extraJavaOptions` of a session on a cluster: the driver's JIT choice, as
-    its executors live as long as its application."""
-    return f"{jit_options(jit)} {GC} {ZONE}"
+    its executors live as long as its application, the collector, the zone and the class
+    archive when `make setup` has built it."""
+    return " ".join(option for option in (jit_options(jit), GC, ZONE,
+                                          class_archive.java_options()) if option)

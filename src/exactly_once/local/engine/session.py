@@ -151,11 +151,13 @@ def build_session(warehouse: Path | str, app_name: str = "exactly-once",
         .config("spark.databricks.delta.properties.defaults.checkpointInterval", "50")
     )
     # On the JVMs' launch class path: local files through Java NIO, not `chmod` and `readlink`
-    # processes (engine/local_fs.py), and Hadoop without YARN's defaults (hadoop_defaults.py);
-    # the driver's also the local catalog's plugin (catalog_plugin.py).
-    class_path = os.pathsep.join([*local_fs.class_path(), *hadoop_defaults.class_path()])
-    builder = builder.config("spark.driver.extraClassPath", os.pathsep.join(
-        [class_path, *catalog_plugin.class_path()]))
+    # processes (engine/local_fs.py), Hadoop without YARN's defaults (hadoop_defaults.py) and
+    # the local catalog's plugin (catalog_plugin.py, used by the driver only). A cluster's
+    # executors get the same path, so that the driver's class archive fits them too
+    # (jvm_options.executor_java_options).
+    class_path = os.pathsep.join([*local_fs.class_path(), *hadoop_defaults.class_path(),
+                                  *catalog_plugin.class_path()])
+    builder = builder.config("spark.driver.extraClassPath", class_path)
     if deployment.is_cluster:  # in `local[N]` the executors are the driver's JVM
         builder = builder.config("spark.executor.extraClassPath", class_path)
     for key, value in local_fs.spark_conf().items():
