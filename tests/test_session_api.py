@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from py4j.protocol import Py4JError
 from pyspark.sql import Observation
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
@@ -117,11 +118,21 @@ def test_the_session_s_jvm_runs_in_utc_whatever_the_machine_s_zone(spark):
 def test_building_a_column_costs_only_its_own_calls_into_the_jvm(spark):
     """PySpark's DataFrame debugging is off: with it every PySpark function first sends its
     Python call site to the JVM (24 py4j calls instead of 4 for these two, and a failed
-    IPython import each), most of the py4j traffic of an update."""
+    IPython import each), most of the py4j traffic of an update. And the gateway remembers the
+    class `functions` and its method `col` (engine/py4j_lookups.py): two reflection commands
+    fewer for every PySpark function after its first."""
     F.col("w")  # pyspark reads the setting from the session at its first function, once
     with calls_into_the_jvm(spark) as calls:
-        F.col("x").alias("y")  # `functions` looked up (2), `col`, `as`
-    assert len(calls) == 4, calls
+        F.col("x").alias("y")  # `col`, `as`
+    assert len(calls) == 2, calls
+
+
+def test_a_name_the_jvm_does_not_have_is_asked_again_and_refused_again(spark):
+    functions = getattr(spark._jvm, "org.apache.spark.sql.functions")
+    for _ in range(2):
+        with calls_into_the_jvm(spark) as calls, pytest.raises(Py4JError, match="does not exist"):
+            functions.no_such_function  # noqa: B018 - the lookup is the test
+        assert len(calls) == 1
 
 
 def test_creating_a_table_plans_no_query_over_its_empty_file_list(spark, tmp_path):

@@ -8,8 +8,8 @@ the JDK's default one), which writes the archive when that JVM exits. Sessions t
 `-XX:SharedArchiveFile`. The JVM checks the archive against itself and its class path at start
 and ignores an archive that does not match (another JDK, other jars, a launch class path that
 does not begin as the training JVM's): nothing breaks, the start is only as slow as without it.
-A cluster's executors map it too, with the driver's launch class path (engine/session.py). Its log lines about that are off, so a command's output stays
-its own.
+A cluster's executors map it too, with the driver's launch class path (engine/session.py). Its
+log lines about that are off, so a command's output stays its own.
 
 The training update that writes it is `exactly_once.local.execution.train_jvm` (an update
 runs above the engine).

@@ -18,6 +18,7 @@ from exactly_once.local.engine import (
     jvm_options,
     jvm_parts,
     local_fs,
+    py4j_lookups,
 )
 from exactly_once.local.engine.deployment import Deployment
 
@@ -176,4 +177,6 @@ def build_session(warehouse: Path | str, app_name: str = "exactly-once",
     # PATH, for every UDF it sends (engine/deployment.py).
     spark.sparkContext.pythonExec = deployment.python
     local_fs.delete_in_the_jvm(spark)  # in `local[N]` the executors' deletes too
+    # PySpark's functions with one round trip to the JVM each, not three (py4j_lookups.py).
+    py4j_lookups.remember(spark.sparkContext._jvm)
     return spark
