@@ -17,10 +17,12 @@ import textwrap
 
 import pytest
 import yaml
+from spark_probes import calls_into_the_jvm
 
 from exactly_once import cli
 from exactly_once.deploy import bundle_resource
 from exactly_once.errors import SettingsError
+from exactly_once.local.engine import update_settings
 from exactly_once.local.execution import pipeline
 from exactly_once.paths import PROJECT_ROOT
 from exactly_once.settings.pipeline import load_settings
@@ -105,6 +107,13 @@ def test_a_key_the_runtime_owns_is_refused(spark, settings, files, tmp_path, key
     assert str(refused.value) == message
     assert not (tmp_path / "warehouse" / "params").exists()
     assert spark.conf.get("mypipeline.startDate", None) is None
+
+
+def test_checking_a_configuration_asks_the_jvm_once_per_key(spark):
+    with calls_into_the_jvm(spark) as calls:
+        update_settings.check_configuration(spark, {"mypipeline.startDate": "x",
+                                                    "mypipeline.region": "eu"})
+    assert len(calls) == 2, calls
 
 
 def test_conf_refuses_a_key_of_conf_s_settings(conf):

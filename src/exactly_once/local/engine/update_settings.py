@@ -120,7 +120,9 @@ def check_configuration(spark: Any, configuration: Mapping[str, str]) -> None:
     """Refuse a configuration key the runtime owns: conf/'s own settings, the settings of an
     update (above) and every setting the session was built with (engine/session.py, and what
     Spark itself records there: the master, the jars, the time zone the runtime relies on...)."""
-    built_with = spark.sparkContext.getConf()
+    # The context's own conf: `getConf()` copies every entry, two py4j calls each, into a new
+    # SparkConf (about 400 calls, on every update).
+    built_with = spark.sparkContext._conf
     for key in configuration:
         check_key(key)
         if key in UPDATE_SETTINGS:
