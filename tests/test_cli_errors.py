@@ -353,7 +353,7 @@ def test_every_error_class_has_a_test_above():
     # own (test_your_bundle): those tests live in their own modules and register here.
     import test_auto_loader  # noqa: F401
     import test_broker_faults  # noqa: F401
-    import test_bundle_reader  # noqa: F401
+    import test_bundle_errors  # noqa: F401
     import test_declaration_errors  # noqa: F401
     import test_your_bundle  # noqa: F401
 
