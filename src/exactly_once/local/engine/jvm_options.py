@@ -25,14 +25,14 @@ list in checksums at all (session.py), so nothing is verified whatever the zone;
 in UTC so that the three agree.
 
 A cluster's executors run the same short tasks in JVMs that live one update: with the same two
-options an update of 630 records on the local 2-worker cluster took 0.7 of its time with
-HotSpot's defaults (BENCHMARKS.md, "Beyond one machine"). The executors take the driver's JIT
-choice below: with C1 alone, an update of 500 events on that cluster took 0.88 of its time and
-0.81 of the executors' CPU (BENCHMARKS.md, "The cluster"). They map the driver's class archive
-too: it fits a JVM whose launch class path begins as the one it was written with, so the
-session gives the executors the driver's (session.py); with it the same update took 0.82 of its
-time and 0.70 of the executors' CPU. (Mapped with the executors' own class path, the JVM
-skipped it silently: that measured no faster.)
+options an update of 630 records on the local 2-worker cluster took 0.7 of its time with HotSpot's
+defaults (BENCHMARKS.md, "Beyond one machine"). The executors take the driver's options
+(`java_options`, engine/session.py), its JIT choice too: with C1 alone, an update of 500 events on
+that cluster took 0.88 of its time and 0.81 of the executors' CPU (BENCHMARKS.md, "The cluster").
+They map the driver's class archive too: it fits a JVM whose launch class path begins as the one it
+was written with, so the session gives the executors the driver's (session.py); with it the same
+update took 0.82 of its time and 0.70 of the executors' CPU. (Mapped with the executors' own class
+path, the JVM skipped it silently: that measured no faster.)
 
 A process that runs one small update ends before most of those methods are worth profiling:
 `EXACTLY_ONCE_JIT=c1` starts the driver with C1 alone (`-XX:TieredStopAtLevel=1`: compiled
@@ -74,15 +74,8 @@ def jit_options(jit: str | None = None) -> str:
 
 
 def java_options(*more: str, jit: str | None = None) -> str:
-    """`spark.driver.extraJavaOptions` of a session: the JIT's (`jit_options`), the collector's
-    and the zone, the class archive when `make setup` has built it, then `more`."""
+    """`spark.driver.extraJavaOptions` of a session, and its executors' on a cluster: the JIT's
+    (`jit_options`), the collector's and the zone, the class archive when `make setup` has built it,
+    then `more`."""
     return " ".join(option for option in (jit_options(jit), GC, ZONE,
                                           class_archive.java_options(), *more) if option)
-
-
-def executor_java_options(jit: str | None = None) -> str:
-    """`spark.executor.extraJavaOptions` of a session on a cluster: the driver's JIT choice, as
-    its executors live as long as its application, the collector, the zone and the class
-    archive when `make setup` has built it."""
-    return " ".join(option for option in (jit_options(jit), GC, ZONE,
-                                          class_archive.java_options()) if option)

@@ -155,7 +155,7 @@ def build_session(warehouse: Path | str, app_name: str = "exactly-once",
     # processes (engine/local_fs.py), Hadoop without YARN's defaults (hadoop_defaults.py) and
     # the local catalog's plugin (catalog_plugin.py, used by the driver only). A cluster's
     # executors get the same path, so that the driver's class archive fits them too
-    # (jvm_options.executor_java_options).
+    # (engine/jvm_options.py).
     class_path = os.pathsep.join([*local_fs.class_path(), *hadoop_defaults.class_path(),
                                   *catalog_plugin.class_path()])
     builder = builder.config("spark.driver.extraClassPath", class_path)
@@ -163,11 +163,12 @@ def build_session(warehouse: Path | str, app_name: str = "exactly-once",
         builder = builder.config("spark.executor.extraClassPath", class_path)
     for key, value in local_fs.spark_conf().items():
         builder = builder.config(key, value)
-    # The JIT, the collector and `make setup`'s class archive (engine/jvm_options.py).
-    builder = builder.config("spark.driver.extraJavaOptions", jvm_options.java_options(jit=jit))
+    # The JIT, the collector, the zone and `make setup`'s class archive (engine/jvm_options.py):
+    # a cluster's executors, which live as long as the application, get the driver's.
+    java_options = jvm_options.java_options(jit=jit)
+    builder = builder.config("spark.driver.extraJavaOptions", java_options)
     if deployment.is_cluster:
-        builder = builder.config("spark.executor.extraJavaOptions",
-                                 jvm_options.executor_java_options(jit=jit))
+        builder = builder.config("spark.executor.extraJavaOptions", java_options)
     for key, value in (dict(deployment.conf) | (extra_conf or {})).items():
         builder = builder.config(key, value)
     with _stderr_into(jvm_log):
