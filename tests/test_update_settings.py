@@ -139,3 +139,21 @@ def test_an_update_snapshots_state_stores_that_went_long_without_one(spark, sett
     assert partitions and {p.parent for p in stores.rglob("3.zip")} == partitions
     assert versions_since_snapshot(stores.parent) == 0
     assert spark.conf.get(CHANGELOG_CHECKPOINTING) == "true"
+
+
+def test_a_pipeline_s_generated_classes_are_compiled_once_per_session(spark, settings,
+                                                                      tmp_path):
+    """Some of Spark's paths generate code even when expressions are interpreted (Delta's
+    statistics of each written file, encoders, projections that call a generator directly).
+    An update of the pipeline asks Spark's cache of generated classes for more classes than
+    its default 100 entries keep, so each update compiled the same two dozen classes again."""
+    dumps = tmp_path / "dumps"
+    dumps.mkdir()
+    write_kcat_jsonl(dumps / "stream.jsonl", generate_stream(GeneratorConfig(
+        events=20, orders=4, players=2, seed=7,
+        start=datetime(2026, 11, 1, tzinfo=timezone.utc))))
+    source = replace(settings, source=f"file:{dumps}")
+    run_pipeline(spark, source, tmp_path / "first")
+    before = compiled_classes(spark)
+    run_pipeline(spark, source, tmp_path / "second")  # a new warehouse, the same classes
+    assert compiled_classes(spark) - before == 0

@@ -138,6 +138,12 @@ def build_session(warehouse: Path | str, app_name: str = "exactly-once",
         # (`factoryMode` FALLBACK), as NO_CODEGEN breaks typed decoding such as
         # `spark.catalog.listTables()` (issue 29).
         .config("spark.sql.codegen.wholeStage", "false")
+        # The classes Spark still generates (Delta's statistics of each file it writes,
+        # encoders, projections built by a generator directly) kept for the session: an update
+        # of this pipeline asks for more than the default 100 entries hold, which Guava splits
+        # into four segments evicted on their own, so each update compiled the same two dozen
+        # classes again (about 1 s of Janino's, then the JIT's, work an update).
+        .config("spark.sql.codegen.cache.maxEntries", "1000")
         .config("spark.sql.streaming.numRecentProgressUpdates", "10000")
         # No Python call site captured for each PySpark function (`F.col`, `withColumn`, ...):
         # it cost 15 py4j calls and a failed IPython import per function instead of one call,
