@@ -173,10 +173,10 @@ def create(spark: SparkSession, path: str, definition: TableDefinition, schema: 
 
     One `CREATE TABLE IF NOT EXISTS` statement: Delta's `DeltaTableBuilder` makes the same
     commit, then loads the new table for the `DeltaTable` it returns; the statement costs the
-    JVM about 0.7 of that (a new warehouse creates about 20 tables). Columns a DDL string does not give back
-    as they are (identity and generated columns, other metadata than a comment, arrays or maps
-    whose elements are never NULL) go through the builder, which takes the fields as they
-    are."""
+    JVM about 0.7 of that (a new warehouse creates about 20 tables). Columns a DDL string does
+    not give back as they are (identity and generated columns, other metadata than a comment,
+    arrays or maps whose elements are never NULL) go through the builder, which takes the
+    fields as they are."""
     columns = definition.table_schema(schema)
     all_properties = {**definition.properties, **(properties or {})}
     jvm: Any = spark.sparkContext._jvm
