@@ -141,8 +141,8 @@ def build_session(warehouse: Path | str, app_name: str = "exactly-once",
         # The classes Spark still generates (Delta's statistics of each file it writes,
         # encoders, projections built by a generator directly) kept for the session: an update
         # of this pipeline asks for more than the default 100 entries hold, which Guava splits
-        # into four segments evicted on their own, so each update compiled the same two dozen
-        # classes again (about 1 s of Janino's, then the JIT's, work an update).
+        # into four segments evicted on their own, so each update compiled the same 19-45
+        # classes again (4-6% of a new warehouse's update's JVM CPU, BENCHMARKS.md).
         .config("spark.sql.codegen.cache.maxEntries", "1000")
         .config("spark.sql.streaming.numRecentProgressUpdates", "10000")
         # No Python call site captured for each PySpark function (`F.col`, `withColumn`, ...):

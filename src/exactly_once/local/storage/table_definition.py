@@ -199,6 +199,7 @@ def create(spark: SparkSession, path: str, definition: TableDefinition, schema: 
 
 
 def _quoted(name: str) -> str:
+    """A path or a column name as one backticked SQL identifier."""
     return f"`{name.replace('`', '``')}`"
 
 
@@ -240,14 +241,14 @@ def conform(spark: SparkSession, path: str, definition: TableDefinition) -> None
                if stored.properties.get(key) != value}
     if definition.comment is not None and stored.description != definition.comment:
         changed[COMMENT] = definition.comment  # Delta's table comment, as SET TBLPROPERTIES sets it
-    table = f"delta.`{path.replace('`', '``')}`"
+    table = f"delta.{_quoted(path)}"
     if changed:
         spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES {sql_properties(changed)}")
     # A partitioned table is not clustered: its layout is `layout_problem`'s (a materialized
     # view's recompute rewrites it).
     if stored.clustering_columns is not None and not stored.partition_columns \
             and stored.clustering_columns != list(definition.cluster_by):
-        columns = ", ".join(f"`{c.replace('`', '``')}`" for c in definition.cluster_by)
+        columns = ", ".join(map(_quoted, definition.cluster_by))
         spark.sql(f"ALTER TABLE {table} CLUSTER BY {f'({columns})' if columns else 'NONE'}")
 
 
