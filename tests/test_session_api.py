@@ -135,6 +135,26 @@ def test_a_name_the_jvm_does_not_have_is_asked_again_and_refused_again(spark):
         assert len(calls) == 1
 
 
+def test_a_class_reached_through_its_packages_is_looked_up_once(spark):
+    """`jvm.java.util.TimeZone` asks the JVM about `java`, then `java.util` (each a failed class
+    load across the class path), then the class: once. PySpark and Delta reach their classes
+    this way about 190 times an update of the pipeline."""
+    jvm = spark._jvm
+    assert jvm.java.util.TimeZone.getDefault().getID() == "UTC"
+    with calls_into_the_jvm(spark) as calls:
+        assert jvm.java.util.TimeZone.getDefault().getID() == "UTC"
+    assert len(calls) == 2, calls  # the two calls themselves
+
+
+def test_a_package_nothing_was_found_in_is_asked_again(spark):
+    """A name that is no class is a package to py4j: kept only once a class is found in it, so
+    a class the JVM gains later (a jar added to the session) is still found."""
+    for _ in range(2):
+        with calls_into_the_jvm(spark) as calls:
+            spark._jvm.no_such.package.Here  # noqa: B018 - the lookup is the test
+        assert len(calls) == 3, calls
+
+
 def test_creating_a_table_plans_no_query_over_its_empty_file_list(spark, tmp_path):
     """Creating a table runs its CREATE TABLE command and nothing else: Delta's `allFilesInCrc`,
     whose file lists in each commit's checksum a scan never reads, is off (engine/session.py);

@@ -12,7 +12,8 @@
                         first use (an installed package: javac, Maven Central)
     jvm_options.py      the Spark JVMs' options: the JIT, the collector, the class archive
     class_archive.py    the JVM's class-data-sharing archive, mapped at start
-    py4j_lookups.py     the classes and static methods PySpark names, looked up once per gateway
+    py4j_lookups.py     the classes, packages and static methods PySpark names, looked up
+                        once per gateway
     update_settings.py  the settings an update runs with (the pipeline's configuration too),
                         the session's own back after
     pipeline_session.py the session pipeline code sees on each thread; a flow's own (spark_conf)

@@ -9,18 +9,24 @@ the call: about 3,400 reflection commands in a warm ~100-record update of this p
 pipeline, 0.2-0.3 ms of the JVM's CPU each for a method or a short name (BENCHMARKS.md, "A
 small update").
 
-`remember(jvm)` makes the gateway's view remember each class it resolved, and each class
-remember its static methods and nested classes: the same objects py4j would build again, so
-every call is sent exactly as before. Only lookups that succeeded are kept, and never a field's
-value (a static field may change; a method or a class does not), so a name that does not resolve
-is asked again, and fails as before.
+A class reached through its packages (`jvm.java.util.TimeZone`, as PySpark and Delta reach
+most of theirs) costs a command per package too, each a failed class load across the JVM's class
+path: about 190 an update of the pipeline.
+
+`remember(jvm)` makes the gateway's view remember each class it resolved, each package once a
+class was found in it, and each class its static methods and nested classes: the same objects
+py4j would build again, so every call is sent exactly as before. Only lookups that succeeded
+are kept, and never a field's value (a static field may change; a method or a class does not),
+so a name that does not resolve is asked again, and fails as before. A package nothing was
+found in is asked again too: to py4j any name that is no class is a package, and it may be a
+class the JVM gains later (a jar added to the session).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from py4j.java_gateway import JavaClass, JavaMember, JVMView
+from py4j.java_gateway import JavaClass, JavaMember, JavaPackage, JVMView
 
 
 class _RememberedClass(JavaClass):
@@ -35,19 +41,47 @@ class _RememberedClass(JavaClass):
         return member
 
 
-class _RememberingView(JVMView):
-    """A gateway's view of the JVM that keeps each class it resolved, under the name asked."""
+class _RememberedPackage(JavaPackage):
+    """A package that keeps the classes found in it, and is kept by its parent (a package or
+    the view) once a class is found in it or below it."""
+
+    def __init__(self, found: JavaPackage, parent: Any, name: str) -> None:
+        super().__init__(found._fqn, found._gateway_client, found._jvm_id)
+        self._parent, self._name = parent, name
 
     def __getattr__(self, name: str) -> Any:
-        found = super().__getattr__(name)
-        if isinstance(found, JavaClass):
-            found = _RememberedClass(found._fqn, found._gateway_client)
-            self.__dict__[name] = found
-        return found
+        return _kept(self, name, JavaPackage.__getattr__(self, name))
+
+    def _found_in(self) -> None:
+        if self._parent is not None:  # kept from now on: no longer needs its parent
+            self._parent.__dict__[self._name] = self
+            parent, self._parent = self._parent, None
+            if isinstance(parent, _RememberedPackage):
+                parent._found_in()
+
+
+def _kept(holder: Any, name: str, found: Any) -> Any:
+    """What `holder` (the view or a package) resolved for `name`, remembered where it is sure."""
+    if isinstance(found, JavaClass):
+        found = _RememberedClass(found._fqn, found._gateway_client)
+        holder.__dict__[name] = found
+        if isinstance(holder, _RememberedPackage):
+            holder._found_in()
+    elif isinstance(found, JavaPackage):
+        found = _RememberedPackage(found, holder, name)
+    return found
+
+
+class _RememberingView(JVMView):
+    """A gateway's view of the JVM that keeps each class it resolved, under the name asked, and
+    each package once a class was found in it."""
+
+    def __getattr__(self, name: str) -> Any:
+        return _kept(self, name, super().__getattr__(name))
 
 
 def remember(jvm: JVMView) -> None:
     """Make `jvm` (a gateway's view, `sc._jvm`: one per JVM, shared by every session of it)
-    remember the classes and static methods it resolves from now on."""
+    remember the classes, packages and static methods it resolves from now on."""
     if type(jvm) is JVMView:
         jvm.__class__ = _RememberingView
