@@ -12,6 +12,10 @@ Account:
 
 `--since`: also split the worker-minutes into tests named at COMMIT and tests added after it.
 The workers' own account (busy minutes, when each ended) shows how even the split was.
+
+The machine's speed moves by up to 2x from one hour to the next, so the controller also times
+a fixed pure-Python loop (one core) when the session starts and when it ends, before any test
+and after the last: two runs' suites compare only with their probes side by side.
 """
 
 from __future__ import annotations
@@ -21,8 +25,11 @@ import json
 import os
 import re
 import subprocess
+import time
 from collections import defaultdict
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -31,18 +38,49 @@ def pytest_runtest_logreport(report) -> None:  # noqa: ANN001 - pytest's TestRep
     if os.environ.get("PYTEST_XDIST_WORKER"):  # the controller records what workers report
         return
     node = getattr(report, "node", None)
-    row = {"id": report.nodeid, "when": report.when, "seconds": report.duration,
-           "start": report.start, "stop": report.stop, "outcome": report.outcome,
-           "worker": node.gateway.id if node is not None else None}
+    _record({"id": report.nodeid, "when": report.when, "seconds": report.duration,
+             "start": report.start, "stop": report.stop, "outcome": report.outcome,
+             "worker": node.gateway.id if node is not None else None})
+
+
+def _record(row: dict) -> None:
     with open(os.environ.get("SUITE_ACCOUNT", "suite-account.jsonl"), "a") as out:
         out.write(json.dumps(row) + "\n")
+
+
+def machine_probe() -> float:
+    """Seconds for a fixed loop of 5 million additions (about 0.5-1 s): lower is faster."""
+    began, total = time.perf_counter(), 0
+    for number in range(5_000_000):
+        total += number
+    return time.perf_counter() - began
+
+
+def _probe(when: str) -> None:
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        _record({"probe": when, "seconds": machine_probe(), "at": time.time()})
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist starts its workers
+def pytest_sessionstart(session) -> None:  # noqa: ANN001, ARG001 - pytest's hook
+    _probe("start")
+
+
+@pytest.hookimpl(trylast=True)  # after xdist's workers have ended
+def pytest_sessionfinish(session) -> None:  # noqa: ANN001, ARG001 - pytest's hook
+    _probe("end")
+
+
+def probes(path: str) -> dict[str, float]:
+    rows = map(json.loads, Path(path).read_text().splitlines())
+    return {row["probe"]: row["seconds"] for row in rows if "probe" in row}
 
 
 def read(path: str) -> list[dict]:
     # A pytest that a test starts (a user's bundle tested as a user runs it) inherits the
     # plugin: its rows have no worker and are already inside the test that started it.
     return [row for row in map(json.loads, Path(path).read_text().splitlines())
-            if row["worker"] is not None]
+            if row.get("worker") is not None]
 
 
 def per_file(rows: list[dict]) -> dict[str, float]:
@@ -74,6 +112,11 @@ def main() -> None:
         mine = [r for r in rows if r["worker"] == worker]
         print(f"  {worker}: busy {sum(r['seconds'] for r in mine) / 60:.1f} min, "
               f"ended at {(max(r['stop'] for r in mine) - began) / 60:.1f}")
+    for name, path in (("this run", args.run), ("baseline", args.baseline)):
+        found = probes(path) if path else {}
+        if found:
+            print(f"  machine probe, {name}: " + ", ".join(
+                f"{when} {seconds:.2f} s" for when, seconds in found.items()))
     files = per_file(rows)
     base = per_file(read(args.baseline)) if args.baseline else {}
     if base:
