@@ -15,7 +15,9 @@ The workers' own account (busy minutes, when each ended) shows how even the spli
 
 The machine's speed moves by up to 2x from one hour to the next, so the controller also times
 a fixed pure-Python loop (one core) when the session starts and when it ends, before any test
-and after the last: two runs' suites compare only with their probes side by side.
+and after the last, and records the host (CPU, clock, boot id). The loop sees a slower core,
+not a JVM's slower memory (2026-11-29: it read fast while a warm update cost 1.6x the JVM CPU
+of that morning's); a new boot id says the machine itself was replaced between two runs.
 """
 
 from __future__ import annotations
@@ -56,9 +58,22 @@ def machine_probe() -> float:
     return time.perf_counter() - began
 
 
+def host() -> dict[str, str]:
+    """Which machine ran the suite: the CPU as the kernel names it, its clock, and the boot's
+    id. A machine replaced between two runs (a new VM on another host) has another boot id,
+    and the loop above does not tell: it fits in a core's cache, where a JVM does not."""
+    cpu = Path("/proc/cpuinfo").read_text().splitlines() if Path("/proc/cpuinfo").exists() else []
+    first = {key.strip(): value.strip() for key, _, value in (line.partition(":") for line in cpu)
+             if key.strip() in ("model name", "cpu MHz", "cache size")}
+    boot = Path("/proc/sys/kernel/random/boot_id")
+    return {"cpu": first.get("model name", "?"), "mhz": first.get("cpu MHz", "?"),
+            "cache": first.get("cache size", "?"),
+            "boot": boot.read_text().strip() if boot.exists() else "?"}
+
+
 def _probe(when: str) -> None:
     if not os.environ.get("PYTEST_XDIST_WORKER"):
-        _record({"probe": when, "seconds": machine_probe(), "at": time.time()})
+        _record({"probe": when, "seconds": machine_probe(), "at": time.time(), "host": host()})
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist starts its workers
@@ -85,6 +100,11 @@ def probes(path: str) -> dict[str, float]:
         else:
             found["end"] = row["seconds"]
     return found
+
+
+def host_of(path: str) -> dict[str, str]:
+    """The host of the run's first probe (none before the probe recorded it)."""
+    return next((r["host"] for r in _rows(path) if "host" in r), {})
 
 
 def read(path: str) -> list[dict]:
@@ -127,10 +147,14 @@ def main() -> None:
         if found:
             print(f"  machine probe, {name}: " + ", ".join(
                 f"{when} {seconds:.2f} s" for when, seconds in found.items()))
+        machine = host_of(path) if path else {}
+        if machine:
+            print(f"  host, {name}: {machine['cpu']} at {machine['mhz']} MHz, "
+                  f"cache {machine['cache']}, boot {machine['boot']}")
     files = per_file(rows)
     base = per_file(read(args.baseline)) if args.baseline else {}
-    if base:
-        common = set(files) & set(base)
+    common = set(files) & set(base)
+    if common:
         print(f"files in both runs: {len(common)}, worker-minutes "
               f"{sum(files[f] for f in common) / 60:.1f} against "
               f"{sum(base[f] for f in common) / 60:.1f} "
