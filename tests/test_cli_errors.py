@@ -3,7 +3,8 @@
 Each class is raised by the real code that raises it, through `exactly-once` as a user runs it
 where that is cheap (no Spark). Where the error comes out of a pipeline update, `main` runs the
 real command in-process with the session replaced by a stand-in (no JVM starts), and the update
-is either the real one (the warehouse lock) or real graph code that raises.
+is either the real one (the warehouse lock) or real graph code that raises. A flow that fails
+in Spark (a dump that is not JSON) runs a real update in the suite's Spark session.
 """
 
 from __future__ import annotations
