@@ -5,6 +5,7 @@ the JVM compiles."""
 
 from __future__ import annotations
 
+import threading
 from contextlib import contextmanager
 
 from pyspark.sql import SparkSession
@@ -28,13 +29,17 @@ def vm_option(spark: SparkSession, name: str) -> str:
 
 @contextmanager
 def calls_into_the_jvm(spark: SparkSession):
-    """The py4j commands the block sends to the session's JVM, in a list filled as it runs."""
+    """The py4j commands the block sends to the session's JVM, in a list filled as it runs:
+    those of the thread that opened it. py4j's own thread, telling the JVM of Python objects
+    released, sends through the same client at moments of its own."""
     client = spark.sparkContext._gateway._gateway_client
     calls: list[str] = []
     send = client.send_command
+    block_thread = threading.get_ident()
 
     def counted(command, *args, **kwargs):
-        calls.append(command)
+        if threading.get_ident() == block_thread:
+            calls.append(command)
         return send(command, *args, **kwargs)
 
     client.send_command = counted
