@@ -137,6 +137,9 @@ class Driver:
         assert spec and spec.loader
         self.jvm_processes = sys.modules[spec.name] = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(self.jvm_processes)
+        # The Flight Recorder started before the first update, on either tree: started by the
+        # first recording, it made that update pay for compiling again (jvm_processes.py).
+        self.jvm_processes.start_flight_recorder(self.spark)
 
     def jvm_cpu(self) -> float:
         return jvm_cpu(self.pid)

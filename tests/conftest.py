@@ -33,10 +33,13 @@ os.environ.setdefault("EXACTLY_ONCE_JIT", "c1")
 
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
+    from exactly_once.local.engine.jvm_processes import start_flight_recorder
     from exactly_once.local.engine.session import build_session
 
     session = build_session(tmp_path_factory.mktemp("spark-warehouse"), app_name="tests",
                             jit="tiered")
+    # Before any test compiles anything: the recorder's start throws compiled code away.
+    start_flight_recorder(session)
     yield session
     session.stop()
 
