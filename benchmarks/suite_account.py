@@ -63,8 +63,10 @@ def host() -> dict[str, str]:
     id. A machine replaced between two runs (a new VM on another host) has another boot id,
     and the loop above does not tell: it fits in a core's cache, where a JVM does not."""
     cpu = Path("/proc/cpuinfo").read_text().splitlines() if Path("/proc/cpuinfo").exists() else []
-    first = {key.strip(): value.strip() for key, _, value in (line.partition(":") for line in cpu)
-             if key.strip() in ("model name", "cpu MHz", "cache size")}
+    first: dict[str, str] = {}  # the first processor's: each line repeats per processor
+    for key, _, value in (line.partition(":") for line in cpu):
+        if key.strip() in ("model name", "cpu MHz", "cache size"):
+            first.setdefault(key.strip(), value.strip())
     boot = Path("/proc/sys/kernel/random/boot_id")
     return {"cpu": first.get("model name", "?"), "mhz": first.get("cpu MHz", "?"),
             "cache": first.get("cache size", "?"),
