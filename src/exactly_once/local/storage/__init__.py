@@ -4,6 +4,8 @@
     delta_log.py       a Delta table's log read directly, no Spark job
     table_definition.py a table's declared definition as Delta keeps it (comment, properties,
                        partitioning, clustering, a declared schema), a query checked against it
+    table_templates.py a new table's first commit, as Delta wrote it for the same definition
+                       earlier in this process, with an id and a time of its own
     snapshot_files.py  a table's latest version read as the Parquet files its log names
     lock.py            one update at a time per warehouse
     idempotent.py      Delta writes that a replayed micro-batch does not repeat

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from exactly_once.local.storage import delta_log
+from exactly_once.local.storage import delta_log, table_templates
 from exactly_once.local.storage.files import StoragePath
 
 if TYPE_CHECKING:
@@ -176,9 +176,23 @@ def create(spark: SparkSession, path: str, definition: TableDefinition, schema: 
     JVM about 0.7 of that (a new warehouse creates about 20 tables). Columns a DDL string does
     not give back as they are (identity and generated columns, other metadata than a comment,
     arrays or maps whose elements are never NULL) go through the builder, which takes the
-    fields as they are."""
+    fields as they are. A definition this process already created through Delta, under the same
+    Delta settings, gets the commit Delta wrote then, with an id and a time of its own
+    (table_templates.py): no call into the JVM."""
     columns = definition.table_schema(schema)
     all_properties = {**definition.properties, **(properties or {})}
+    template = table_templates.key(spark, path, columns, definition.comment, all_properties,
+                                   definition.partition_cols, definition.cluster_by)
+    if template is not None and table_templates.replay(template, path):
+        return
+    existed = delta_log.is_delta_table(path)
+    _create_through_delta(spark, path, definition, columns, all_properties)
+    if template is not None and not existed:
+        table_templates.remember(template, path)
+
+
+def _create_through_delta(spark: SparkSession, path: str, definition: TableDefinition,
+                          columns: StructType, all_properties: Mapping[str, str]) -> None:
     jvm: Any = spark.sparkContext._jvm
     types = jvm.org.apache.spark.sql.types
     declared = types.DataType.fromJson(columns.json())
