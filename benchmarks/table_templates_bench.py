@@ -1,0 +1,77 @@
+"""Benchmark: a new warehouse's tables from the first commit Delta wrote for the same definition
+(storage/table_templates.py), side by side with creating each through Delta, in one warm session.
+
+    .venv/bin/python benchmarks/table_templates_bench.py [--pairs 10] [--events 30]
+
+Each update is a new warehouse's first over the same small feed (`_common.Feed`, the file
+source): what most of the suite's and a developer's tests run, about 20 tables created. Side A
+as it is; side B with `table_templates.replay` declining, so every table goes through Delta's
+`CREATE TABLE`. The sides alternate (ABBA) after a warm-up pair, so both see the same machine.
+Printed per update: wall s and driver JVM CPU s; then means, medians and A / B.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from _common import Feed, commit, jvm_cpu
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--pairs", type=int, default=10)
+    parser.add_argument("--events", type=int, default=30)
+    args = parser.parse_args()
+
+    from exactly_once.local.engine.session import build_session
+    from exactly_once.local.execution.pipeline import run_pipeline
+    from exactly_once.local.storage import table_templates
+    from exactly_once.settings.pipeline import load_settings
+
+    replay = table_templates.replay
+    work = Path(tempfile.mkdtemp(prefix="table-templates-bench-"))
+    spark = build_session(work / "spark")
+    pid = int(spark.sparkContext._jvm.ProcessHandle.current().pid())
+    feed = Feed.for_history(work / "feed", args.events)
+    feed.append(args.events, seed=1)
+    settings = replace(load_settings("local"), source=feed.source)
+    updates = 0
+
+    def update(side: str) -> tuple[float, float]:
+        nonlocal updates
+        table_templates.replay = replay if side == "A" else (lambda *_: False)  # type: ignore[assignment]
+        warehouse, updates = work / f"{side}{updates}", updates + 1
+        cpu, began = jvm_cpu(pid), time.monotonic()
+        run_pipeline(spark, settings, warehouse)
+        measured = time.monotonic() - began, jvm_cpu(pid) - cpu
+        shutil.rmtree(warehouse)
+        return measured
+
+    print(f"commit {commit()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}, "
+          f"{args.events} events")
+    for side in "ABBA":  # the session's first updates, and each side's first template: not measured
+        update(side)
+    rows: dict[str, list[tuple[float, float]]] = {"A": [], "B": []}
+    for i in range(args.pairs):
+        for side in ("AB" if i % 2 == 0 else "BA"):
+            rows[side].append(update(side))
+            wall, cpu = rows[side][-1]
+            print(f"{side} wall {wall:6.2f} s, JVM CPU {cpu:6.2f} s", flush=True)
+    for k, measure in enumerate(("wall", "JVM CPU")):
+        a, b = ([r[k] for r in rows[side]] for side in "AB")
+        print(f"{measure}: A {statistics.mean(a):.2f} s, B {statistics.mean(b):.2f} s, "
+              f"A / B {statistics.mean(a) / statistics.mean(b):.3f} "
+              f"(medians {statistics.median(a) / statistics.median(b):.3f})")
+    print(f"load at the end {os.getloadavg()[0]:.1f}")
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
