@@ -178,16 +178,19 @@ def create(spark: SparkSession, path: str, definition: TableDefinition, schema: 
     arrays or maps whose elements are never NULL) go through the builder, which takes the
     fields as they are. A definition this process already created through Delta, under the same
     Delta settings, gets the commit Delta wrote then, with an id and a time of its own
-    (table_templates.py): no call into the JVM."""
+    (table_templates.py): no statement in the JVM, which is asked only for its settings."""
     columns = definition.table_schema(schema)
     all_properties = {**definition.properties, **(properties or {})}
     template = table_templates.key(spark, path, columns, definition.comment, all_properties,
                                    definition.partition_cols, definition.cluster_by)
-    if template is not None and table_templates.replay(template, path):
+    if template is None:  # off a local disk: Delta every time
+        _create_through_delta(spark, path, definition, columns, all_properties)
         return
-    existed = delta_log.is_delta_table(path)
+    if table_templates.replay(template, path):
+        return
+    new = not delta_log.is_delta_table(path)
     _create_through_delta(spark, path, definition, columns, all_properties)
-    if template is not None and not existed:
+    if new:
         table_templates.remember(template, path)
 
 

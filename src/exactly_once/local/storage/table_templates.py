@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from exactly_once.local.storage.delta_log import DELTA_LOG_DIR
+from exactly_once.local.storage.files import write_atomic
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -74,7 +75,7 @@ def key(spark: SparkSession, path: str, columns: StructType, comment: str | None
         properties: Mapping[str, str], partition_cols: tuple[str, ...],
         cluster_by: tuple[str, ...]) -> tuple[Any, ...] | None:
     """What a new table's first commit at `path` is a function of; None off a local disk."""
-    if "://" in path and not path.startswith("file:"):
+    if "://" in path:
         return None
     # One call for the whole configuration (a Scala map as text), filtered here.
     everything: str = spark.conf._jconf.getAll().mkString("\n")  # type: ignore[attr-defined]
@@ -92,27 +93,23 @@ def replay(template_key: tuple[Any, ...], path: str) -> bool:
         template = _templates.get(template_key)
     if template is None:
         return False
-    table = _local(path)
+    table = Path(path)
     if table.is_dir() and any(entry.name != DELTA_LOG_DIR for entry in table.iterdir()):
         return False  # files of something else there: Delta says what it makes of them
     log = table / DELTA_LOG_DIR
     (log / STAGED).mkdir(parents=True, exist_ok=True)
     commit = log / COMMIT
-    if commit.exists():
-        return True
     now, table_id, txn = int(time.time() * 1000), str(uuid.uuid4()), str(uuid.uuid4())
     text = _substitute(template.commit, template, table_id, now, txn)
     if not _put_if_absent(commit, text):
         return True  # created meanwhile: left alone, as IF NOT EXISTS
-    partial = log / f".{CHECKSUM}.{uuid.uuid4()}.tmp"
-    partial.write_text(_substitute(template.checksum, template, table_id, now, txn), "utf-8")
-    os.replace(partial, log / CHECKSUM)
+    write_atomic(log / CHECKSUM, _substitute(template.checksum, template, table_id, now, txn))
     return True
 
 
 def remember(template_key: tuple[Any, ...], path: str) -> None:
     """Keep the first commit Delta just wrote at `path`, if it is one `replay` may repeat."""
-    log = _local(path) / DELTA_LOG_DIR
+    log = Path(path) / DELTA_LOG_DIR
     try:
         commit = (log / COMMIT).read_text("utf-8")
         checksum = (log / CHECKSUM).read_text("utf-8")
@@ -179,7 +176,3 @@ def _put_if_absent(target: Path, text: str) -> bool:
     finally:
         partial.unlink()
     return True
-
-
-def _local(path: str) -> Path:
-    return Path(path[len("file:"):] if path.startswith("file:") else path)
