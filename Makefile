@@ -15,15 +15,22 @@ MVN    := mvn -q -B -Dmaven.repo.local=$(CURDIR)/$(M2)
         s3-start s3-stop cluster-start cluster-stop
 
 # What the pipeline needs; the tests also need the Databricks CLI, dbx's own env and Chromium.
-setup: $(VENV)/.installed $(JARS)/.resolved $(LOCAL_FS_JAR) $(LOCAL_CATALOG_JAR) \
-       $(HADOOP_DEFAULTS_JAR) $(CLASS_ARCHIVE)
+setup: $(VENV)/.installed $(VENV)/.compiled $(JARS)/.resolved $(LOCAL_FS_JAR) \
+       $(LOCAL_CATALOG_JAR) $(HADOOP_DEFAULTS_JAR) $(CLASS_ARCHIVE)
 test-setup: setup databricks-cli dbx-env chromium s3a-jars s3-server
 
-# --no-compile: Python compiles a module when it is first imported. Compiling all 7,000 files
-# of the environment up front, most of them never imported, was 20 s of a new clone's set-up.
+# --no-compile: the byte-code is made next, on every core (pip compiles one file at a time).
 $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --no-compile -e '.[dev]'
+	touch $@
+
+# Byte-code for the environment and src/, once. Python writes it at a module's first import,
+# except where PYTHONDONTWRITEBYTECODE is set (this machine, and CI): there every process
+# compiled the ~700 modules an update imports again, 6 s of a 36 s `exactly-once run`
+# (BENCHMARKS.md, "The first update"). A module changed since is compiled at import, as before.
+$(VENV)/.compiled: $(VENV)/.installed
+	$(BIN)/python -m compileall -q -j 0 $(VENV)/lib src tests
 	touch $@
 
 # JVM jars Spark and the local broker need, copied from Maven into a project-local cache.

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import ast
 import importlib.metadata
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -121,3 +123,20 @@ def test_databricks_installs_no_spark_of_its_own():
 def test_the_local_extra_pins_the_runtime():
     local = PYPROJECT["optional-dependencies"]["local"]
     assert "pyspark[pipelines]==4.2.0" in local and "delta-spark==4.4.1" in local
+
+
+def test_the_modules_an_update_imports_are_byte_compiled():
+    """`make setup` leaves byte-code for the environment and src/: where PYTHONDONTWRITEBYTECODE
+    is set (this machine and CI), Python never writes it at import, and every process compiled
+    the ~700 modules an update imports again (about 6 s of an `exactly-once run`,
+    BENCHMARKS.md). Checked in a process of its own, as such a process imports them."""
+    script = (
+        "import os, sys\n"
+        "import exactly_once.cli.run, exactly_once.local.execution.pipeline, delta, pyspark.sql\n"
+        "missing = sorted(m.__name__ for m in list(sys.modules.values())\n"
+        "    if (getattr(m, '__file__', None) or '').endswith('.py')\n"
+        "    and getattr(m, '__cached__', None) and not os.path.exists(m.__cached__))\n"
+        "print(len(missing), missing[:10])\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          check=True, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    assert done.stdout.startswith("0 "), f"modules imported without byte-code: {done.stdout}"
