@@ -81,6 +81,21 @@ def test_target_file_overrides_base(tmp_path: Path):
     assert settings.topic("orders").key == "order_id"  # untouched base value
 
 
+def test_a_target_file_that_is_not_yaml_fails_showing_its_line(tmp_path: Path):
+    """conf/ is parsed by libyaml; the file it refuses is read again by PyYAML's own parser for
+    a message that shows where (conf_files.py)."""
+    conf = tmp_path / "conf"
+    (conf / "targets").mkdir(parents=True)
+    (conf / "base.yml").write_text(Path("conf/base.yml").read_text())
+    (conf / "targets" / "x.yml").write_text("kafka:\n  bootstrap_servers: [broker:9093\n"
+                                            "topics: {}\n")
+    with pytest.raises(SettingsError) as refused:
+        load_settings("x", conf_dir=conf)
+    message = str(refused.value)
+    assert "x.yml is not valid YAML" in message and "line 3" in message
+    assert "topics: {}" in message and "^" in message, message  # the line, pointed at
+
+
 def test_max_clock_skew_adds_the_plausibility_rule_after_the_configured_ones():
     settings = load_settings("local")
     for topic in settings.topics.values():
