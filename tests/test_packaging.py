@@ -127,9 +127,10 @@ def test_the_local_extra_pins_the_runtime():
 
 def test_the_modules_an_update_imports_are_byte_compiled():
     """`make setup` leaves byte-code for the environment and src/: where PYTHONDONTWRITEBYTECODE
-    is set (this machine and CI), Python never writes it at import, and every process compiled
-    the ~700 modules an update imports again (about 6 s of an `exactly-once run`,
-    BENCHMARKS.md). Checked in a process of its own, as such a process imports them."""
+    is set (this machine; CI's figures say it too), Python never writes it at import, and every
+    process compiled the ~700 modules an update imports again (about 6 s of an `exactly-once
+    run`, BENCHMARKS.md). A module added or changed since is compiled by the next set-up.
+    Checked in a process of its own, as such a process imports them."""
     script = (
         "import os, sys\n"
         "import exactly_once.cli.run, exactly_once.local.execution.pipeline, delta, pyspark.sql\n"
