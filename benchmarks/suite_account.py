@@ -18,6 +18,13 @@ a fixed pure-Python loop (one core) when the session starts and when it ends, be
 and after the last, and records the host (CPU, clock, boot id). The loop sees a slower core,
 not a JVM's slower memory (2026-11-29: it read fast while a warm update cost 1.6x the JVM CPU
 of that morning's); a new boot id says the machine itself was replaced between two runs.
+
+On a 2-core machine the two workers keep both cores busy, so the suite's minutes are its CPU.
+The controller samples /proc twice a second while the suite runs and records where that CPU
+went: every process the suite started, by what it is (a worker's Spark session, a process's
+own JVM, the resident engine, a bundle's own pytest, the Kafka brokers, the cluster's
+executors, ...), and the threads of the workers' Spark sessions by name (threads a sample did
+not see, a query's short life mostly, count as "ended unseen").
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ import json
 import os
 import re
 import subprocess
+import threading
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -78,14 +86,154 @@ def _probe(when: str) -> None:
         _record({"probe": when, "seconds": machine_probe(), "at": time.time(), "host": host()})
 
 
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+_DIGITS = re.compile(r"[\d#-]+")
+
+
+def _stat(path: str) -> tuple[int, float] | None:
+    """(parent pid, CPU seconds) of /proc/<pid>[/task/<tid>]/stat, None once it has gone."""
+    try:
+        fields = Path(path, "stat").read_text().rpartition(")")[2].split()
+        return int(fields[1]), (int(fields[11]) + int(fields[12])) / _TICK
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+class CpuSampler(threading.Thread):
+    """The CPU of every process below this one, sampled until `stop`: per process its command
+    line (again after an exec), parent and CPU since first seen; per thread of a worker's
+    Spark session, its CPU by its name."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.processes: dict[int, dict] = {}
+        self.threads: dict[tuple[int, int], tuple[str, float, float]] = {}
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        rounds = 0
+        while not self.done.wait(0.5):
+            self.sample(threads=rounds % 4 == 0)
+            rounds += 1
+        self.sample(threads=True)
+
+    def sample(self, threads: bool) -> None:
+        mine = {os.getpid()}
+        seen = {}
+        for entry in os.scandir("/proc"):
+            if entry.name.isdigit() and (found := _stat(entry.path)) is not None:
+                seen[int(entry.name)] = found
+        changed = True  # a child's pid may be lower than its parent's: to a fixpoint
+        while changed:
+            changed = False
+            for pid, (parent, _) in seen.items():
+                if parent in mine and pid not in mine:
+                    mine.add(pid)
+                    changed = True
+        for pid in mine - {os.getpid()}:
+            parent, cpu = seen[pid]
+            known = self.processes.get(pid)
+            try:
+                command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(
+                    errors="replace") if known is None or known["command"].startswith(
+                        ("bash", "/bin/bash")) else known["command"]
+            except OSError:
+                continue
+            if known is None:
+                known = self.processes[pid] = {"parent": parent, "first": cpu}
+            known.update(command=command, cpu=cpu)
+            if threads and "SparkSubmit" in command and self.role(pid) == "session":
+                self.sample_threads(pid)
+
+    def sample_threads(self, pid: int) -> None:
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            return
+        for tid in tasks:
+            found = _stat(f"/proc/{pid}/task/{tid}")
+            try:
+                name = Path(f"/proc/{pid}/task/{tid}/comm").read_text().strip()
+            except OSError:
+                continue
+            if found is not None:
+                first = self.threads.get((pid, int(tid)), (name, found[1], 0.0))[1]
+                self.threads[(pid, int(tid))] = (name, first, found[1])
+
+    def role(self, pid: int) -> str:
+        """What started the JVM `pid`: a worker ("session"), an `exactly-once` process ("cli",
+        or "engine" for the resident engine), a pytest of a bundle ("bundle's pytest")."""
+        parent = self.processes.get(self.processes[pid]["parent"], {}).get("command", "")
+        if "exec(eval(sys.stdin" in parent:
+            return "session"
+        if "exactly_once.cli" in parent or "bin/exactly-once" in parent:
+            return "engine" if "engine_server" in parent else "cli"
+        return "bundle's pytest" if "pytest" in parent else "other"
+
+    def kind(self, pid: int) -> str:
+        command = self.processes[pid]["command"]
+        program = Path(command.split(" ", 1)[0]).name
+        if program == "java":
+            for main, kind in (("kafka.Kafka", "Kafka broker JVMs"),
+                               ("kafka.tools", "Kafka tools' JVMs"),
+                               ("launcher.Main", "Spark's launcher JVMs (spark-submit)"),
+                               ("CoarseGrainedExecutorBackend", "the cluster's executor JVMs"),
+                               ("deploy.master", "the cluster's master and workers"),
+                               ("deploy.worker", "the cluster's master and workers")):
+                if main in command:
+                    return kind
+            if "SparkSubmit" in command:
+                return {"session": "the workers' Spark sessions (JVM)",
+                        "cli": "`exactly-once` processes' JVMs",
+                        "engine": "the resident engine's JVM",
+                        "bundle's pytest": "a bundle's own pytest (JVM)"}.get(
+                            self.role(pid), "other Spark JVMs")
+            return "other JVMs"
+        if program.startswith("python"):
+            for part, kind in (("exec(eval(sys.stdin", "the workers (Python)"),
+                               ("pyspark.daemon", "PySpark's Python workers"),
+                               ("exactly_once.cli", "`exactly-once` processes (Python)"),
+                               ("bin/exactly-once", "`exactly-once` processes (Python)"),
+                               ("pytest", "a bundle's own pytest (Python)")):
+                if part in command:
+                    return kind
+            return "other Python"
+        return program or "?"
+
+    def account(self) -> dict:
+        kinds: dict[str, float] = defaultdict(float)
+        for pid, known in self.processes.items():
+            kinds[self.kind(pid)] += known["cpu"] - known["first"]
+        threads: dict[str, float] = defaultdict(float)
+        sessions = {pid for pid in self.processes
+                    if self.kind(pid).startswith("the workers' Spark")}
+        for name, first, last in self.threads.values():
+            threads[_DIGITS.sub("#", name)] += last - first
+        if sessions:
+            whole = sum(self.processes[p]["cpu"] - self.processes[p]["first"] for p in sessions)
+            threads["ended unseen"] = whole - sum(threads.values())
+        return {"cpu": dict(kinds), "session threads": dict(threads)}
+
+
+_sampler: CpuSampler | None = None
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist starts its workers
 def pytest_sessionstart(session) -> None:  # noqa: ANN001, ARG001 - pytest's hook
+    global _sampler
     _probe("start")
+    if not os.environ.get("PYTEST_XDIST_WORKER") and Path("/proc/self/stat").exists():
+        _sampler = CpuSampler()
+        _sampler.start()
 
 
 @pytest.hookimpl(trylast=True)  # after xdist's workers have ended
 def pytest_sessionfinish(session) -> None:  # noqa: ANN001, ARG001 - pytest's hook
     _probe("end")
+    if _sampler is not None:
+        _sampler.done.set()
+        _sampler.join()
+        _record(_sampler.account())
 
 
 def _rows(path: str) -> list[dict]:
@@ -107,6 +255,11 @@ def probes(path: str) -> dict[str, float]:
 def host_of(path: str) -> dict[str, str]:
     """The host of the run's first probe (none before the probe recorded it)."""
     return next((r["host"] for r in _rows(path) if "host" in r), {})
+
+
+def cpu_of(path: str) -> dict:
+    """The controller's CPU account (the last: a pytest a test starts records its own first)."""
+    return next((r for r in reversed(_rows(path)) if "cpu" in r), {})
 
 
 def read(path: str) -> list[dict]:
@@ -153,6 +306,16 @@ def main() -> None:
         if machine:
             print(f"  host, {name}: {machine['cpu']} at {machine['mhz']} MHz, "
                   f"cache {machine['cache']}, boot {machine['boot']}")
+    cpu = cpu_of(args.run)
+    if cpu:
+        total = sum(cpu["cpu"].values())
+        print(f"CPU of the processes the suite started: {total / 60:.1f} minutes")
+        for kind, seconds in sorted(cpu["cpu"].items(), key=lambda item: -item[1])[:12]:
+            print(f"  {seconds / 60:6.1f} min {100 * seconds / total:5.1f}%  {kind}")
+        threads = cpu["session threads"]
+        print("  the workers' Spark sessions, by thread:")
+        for name, seconds in sorted(threads.items(), key=lambda item: -item[1])[:12]:
+            print(f"    {seconds / 60:6.1f} min  {name}")
     files = per_file(rows)
     base = per_file(read(args.baseline)) if args.baseline else {}
     common = set(files) & set(base)
