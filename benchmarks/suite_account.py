@@ -174,30 +174,11 @@ class CpuSampler(threading.Thread):
         command = self.processes[pid]["command"]
         program = Path(command.split(" ", 1)[0]).name
         if program == "java":
-            for main, kind in (("kafka.Kafka", "Kafka broker JVMs"),
-                               ("kafka.tools", "Kafka tools' JVMs"),
-                               ("launcher.Main", "Spark's launcher JVMs (spark-submit)"),
-                               ("CoarseGrainedExecutorBackend", "the cluster's executor JVMs"),
-                               ("deploy.master", "the cluster's master and workers"),
-                               ("deploy.worker", "the cluster's master and workers")):
-                if main in command:
-                    return kind
-            if "SparkSubmit" in command:
-                return {"session": "the workers' Spark sessions (JVM)",
-                        "cli": "`exactly-once` processes' JVMs",
-                        "engine": "the resident engine's JVM",
-                        "bundle's pytest": "a bundle's own pytest (JVM)"}.get(
-                            self.role(pid), "other Spark JVMs")
-            return "other JVMs"
+            if "SparkSubmit" in command and "launcher.Main" not in command:
+                return SPARK_JVMS.get(self.role(pid), "other Spark JVMs")
+            return _first_match(command, JVM_KINDS, "other JVMs")
         if program.startswith("python"):
-            for part, kind in (("exec(eval(sys.stdin", "the workers (Python)"),
-                               ("pyspark.daemon", "PySpark's Python workers"),
-                               ("exactly_once.cli", "`exactly-once` processes (Python)"),
-                               ("bin/exactly-once", "`exactly-once` processes (Python)"),
-                               ("pytest", "a bundle's own pytest (Python)")):
-                if part in command:
-                    return kind
-            return "other Python"
+            return _first_match(command, PYTHON_KINDS, "other Python")
         return program or "?"
 
     def account(self) -> dict:
@@ -213,6 +194,26 @@ class CpuSampler(threading.Thread):
             whole = sum(self.processes[p]["cpu"] - self.processes[p]["first"] for p in sessions)
             threads["ended unseen"] = whole - sum(threads.values())
         return {"cpu": dict(kinds), "session threads": dict(threads)}
+
+
+# (a part of the command line, what the process is): the first that matches
+JVM_KINDS = (("kafka.Kafka", "Kafka broker JVMs"), ("kafka.tools", "Kafka tools' JVMs"),
+             ("launcher.Main", "Spark's launcher JVMs (spark-submit)"),
+             ("CoarseGrainedExecutorBackend", "the cluster's executor JVMs"),
+             ("deploy.master", "the cluster's master and workers"),
+             ("deploy.worker", "the cluster's master and workers"))
+PYTHON_KINDS = (("exec(eval(sys.stdin", "the workers (Python)"),
+                ("pyspark.daemon", "PySpark's Python workers"),
+                ("exactly_once.cli", "`exactly-once` processes (Python)"),
+                ("bin/exactly-once", "`exactly-once` processes (Python)"),
+                ("pytest", "a bundle's own pytest (Python)"))
+SPARK_JVMS = {"session": "the workers' Spark sessions (JVM)",
+              "cli": "`exactly-once` processes' JVMs", "engine": "the resident engine's JVM",
+              "bundle's pytest": "a bundle's own pytest (JVM)"}
+
+
+def _first_match(command: str, kinds: tuple[tuple[str, str], ...], otherwise: str) -> str:
+    return next((kind for part, kind in kinds if part in command), otherwise)
 
 
 _sampler: CpuSampler | None = None
