@@ -87,7 +87,10 @@ def _probe(when: str) -> None:
 
 
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-_DIGITS = re.compile(r"[\d#-]+")
+_NUMBER = re.compile(r"#?\d+")  # a thread's number in its name: "Thread-12", "GC Thread#0"
+# Set by the pytest that samples, for the processes below it: a pytest a test starts (a user's
+# bundle tested as a user runs it) inherits the plugin, and must not sample them again.
+_SAMPLING = "SUITE_ACCOUNT_SAMPLING"
 
 
 def _stat(path: str) -> tuple[int, float] | None:
@@ -100,7 +103,7 @@ def _stat(path: str) -> tuple[int, float] | None:
 
 
 class CpuSampler(threading.Thread):
-    """The CPU of every process below this one, sampled until `stop`: per process its command
+    """The CPU of every process below this one, sampled until `done` is set: per process its command
     line (again after an exec), parent and CPU since first seen; per thread of a worker's
     Spark session, its CPU by its name."""
 
@@ -133,16 +136,16 @@ class CpuSampler(threading.Thread):
         for pid in mine - {os.getpid()}:
             parent, cpu = seen[pid]
             known = self.processes.get(pid)
-            try:
-                command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(
-                    errors="replace") if known is None or known["command"].startswith(
-                        ("bash", "/bin/bash")) else known["command"]
-            except OSError:
-                continue
-            if known is None:
-                known = self.processes[pid] = {"parent": parent, "first": cpu}
-            known.update(command=command, cpu=cpu)
-            if threads and "SparkSubmit" in command and self.role(pid) == "session":
+            if known is None or known["command"].startswith(("bash", "/bin/bash")):  # exec'd
+                try:
+                    command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(
+                        b"\0", b" ").decode(errors="replace")
+                except OSError:
+                    continue
+                known = self.processes.setdefault(pid, {"parent": parent, "first": cpu})
+                known["command"] = command
+            known["cpu"] = cpu
+            if threads and self.is_session(pid):
                 self.sample_threads(pid)
 
     def sample_threads(self, pid: int) -> None:
@@ -170,6 +173,10 @@ class CpuSampler(threading.Thread):
             return "engine" if "engine_server" in parent else "cli"
         return "bundle's pytest" if "pytest" in parent else "other"
 
+    def is_session(self, pid: int) -> bool:
+        """Whether `pid` is a worker's Spark session (its threads are sampled)."""
+        return self.kind(pid) == SPARK_JVMS["session"]
+
     def kind(self, pid: int) -> str:
         command = self.processes[pid]["command"]
         program = Path(command.split(" ", 1)[0]).name
@@ -186,13 +193,11 @@ class CpuSampler(threading.Thread):
         for pid, known in self.processes.items():
             kinds[self.kind(pid)] += known["cpu"] - known["first"]
         threads: dict[str, float] = defaultdict(float)
-        sessions = {pid for pid in self.processes
-                    if self.kind(pid).startswith("the workers' Spark")}
         for name, first, last in self.threads.values():
-            threads[_DIGITS.sub("#", name)] += last - first
-        if sessions:
-            whole = sum(self.processes[p]["cpu"] - self.processes[p]["first"] for p in sessions)
-            threads["ended unseen"] = whole - sum(threads.values())
+            threads[_NUMBER.sub("#", name)] += last - first
+        sessions = kinds.get(SPARK_JVMS["session"])
+        if sessions is not None:
+            threads["ended unseen"] = sessions - sum(threads.values())
         return {"cpu": dict(kinds), "session threads": dict(threads)}
 
 
@@ -223,7 +228,9 @@ _sampler: CpuSampler | None = None
 def pytest_sessionstart(session) -> None:  # noqa: ANN001, ARG001 - pytest's hook
     global _sampler
     _probe("start")
-    if not os.environ.get("PYTEST_XDIST_WORKER") and Path("/proc/self/stat").exists():
+    if not os.environ.get("PYTEST_XDIST_WORKER") and not os.environ.get(_SAMPLING) \
+            and Path("/proc/self/stat").exists():
+        os.environ[_SAMPLING] = str(os.getpid())
         _sampler = CpuSampler()
         _sampler.start()
 
@@ -259,8 +266,8 @@ def host_of(path: str) -> dict[str, str]:
 
 
 def cpu_of(path: str) -> dict:
-    """The controller's CPU account (the last: a pytest a test starts records its own first)."""
-    return next((r for r in reversed(_rows(path)) if "cpu" in r), {})
+    """The controller's CPU account (a pytest a test starts records none)."""
+    return next((r for r in _rows(path) if "cpu" in r), {})
 
 
 def read(path: str) -> list[dict]:
