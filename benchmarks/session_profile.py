@@ -28,43 +28,71 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
-from _common import commit, jvm_cpu
+from _common import REPO, commit, jvm_cpu
 
-from exactly_once.kafka.generator import GeneratorConfig, generate_stream
-from exactly_once.kafka.kcat import as_consumed, write_kcat_jsonl
+sys.path.insert(0, str(REPO / "tests"))
+from crash_points import write_tiny_dump  # noqa: E402 - the crash sweep's feed, as the tests'
 
 STACK_DEPTH = 2048
 
-# (name, pattern of a frame on the stack); indented names are parts of the one above.
-OPERATIONS: list[tuple[str, str]] = [
-    ("the analyzer (fixed point)", r"Analyzer\.executeAndCheck"),
-    ("  of Delta's statistics expression, once per write", r"getStatsColExpr"),
+# Whether a sample is in an operation: (the stack as one text, innermost frame first; its frames).
+Match = Callable[[str, list[str]], bool]
+
+
+def on_stack(pattern: str) -> Match:
+    return lambda stack, frames: re.search(pattern, stack) is not None
+
+
+def _asked_by_python(stack: str, frames: list[str]) -> bool:
+    """Whether the stack analyzes a DataFrame a py4j call built: the first caller past the
+    analyzer that is a py4j command or Spark's or Delta's own machinery (a write, a snapshot,
+    a micro-batch) is the py4j command."""
+    if "Analyzer.executeAndCheck" not in stack:
+        return False
+    start = next(i for i, f in enumerate(frames) if "Analyzer.executeAndCheck" in f)
+    for frame in frames[start + 1:]:
+        if frame.startswith("py4j.commands."):
+            return True
+        if re.match(r"org\.apache\.spark\.sql\.(delta\.|execution\.streaming\.)", frame):
+            return False
+    return False
+
+
+# (name, match); indented names are parts of the one above.
+OPERATIONS: list[tuple[str, Match]] = [
+    ("the analyzer (fixed point)", on_stack(r"Analyzer\.executeAndCheck")),
+    ("  of Delta's statistics expression, once per write", on_stack(r"getStatsColExpr")),
     ("  of DataFrames built through py4j (the runtime's and the pipeline's Python)",
-     r"@py4j-analysis"),
-    ("every rule executor's metering (QueryExecutionMetering)", r"QueryExecutionMetering"),
-    ("  its totals, summed before and after each run", r"RuleExecutor\$\.getCurrentMetrics"),
-    ("physical planning (executedPlan)", r"QueryExecution\.executedPlan"),
-    ("plan strings for the SQL listener", r"ExplainUtils|generateTreeString"),
-    ("Delta writes (WriteIntoDelta)", r"WriteIntoDelta\.run"),
-    ("Delta MERGE", r"MergeIntoCommand"),
-    ("Delta commits", r"OptimisticTransactionImpl\.commitImpl"),
-    ("a Delta table's state rebuilt (computedState)", r"Snapshot\.computedState"),
-    ("  for row tracking's high watermark", r"RowId\$\.extractHighWatermark"),
-    ("  for a file pruning's size", r"sizeInBytesIfKnown"),
-    ("  for an overwrite's domain metadata", r"getDomainMetadataFromTransaction"),
-    ("Delta scans' file pruning (filesForScan)", r"filesForScan"),
-    ("local checkpoints (an AUTO CDC batch's changes)", r"Dataset\.localCheckpoint"),
-    ("micro-batches, outside foreachBatch", r"@stream-not-foreach"),
-    ("foreachBatch (the runtime's writes of a batch)", r"ForeachBatchSink\.addBatch"),
-    ("closures serialized to check them", r"SparkClosureCleaner"),
-    ("tasks serialized by the DAG scheduler",
-     r"JavaSerializerInstance\.serialize[\s\S]*DAGScheduler\.submitMissingTasks"),
-    ("tasks deserialized by the executors",
-     r"JavaSerializerInstance\.deserialize[\s\S]*(ResultTask|ShuffleMapTask)\.runTask"),
-    ("Hadoop configurations copied or serialized", r"hadoop\.conf\.Configuration"),
-    ("Java serialization, all", r"java\.io\.Object(Out|In)putStream"),
+     _asked_by_python),
+    ("every rule executor's metering (QueryExecutionMetering)",
+     on_stack(r"QueryExecutionMetering")),
+    ("  its totals, summed before and after each run",
+     on_stack(r"RuleExecutor\$\.getCurrentMetrics")),
+    ("physical planning (executedPlan)", on_stack(r"QueryExecution\.executedPlan")),
+    ("plan strings for the SQL listener", on_stack(r"ExplainUtils|generateTreeString")),
+    ("Delta writes (WriteIntoDelta)", on_stack(r"WriteIntoDelta\.run")),
+    ("Delta MERGE", on_stack(r"MergeIntoCommand")),
+    ("Delta commits", on_stack(r"OptimisticTransactionImpl\.commitImpl")),
+    ("a Delta table's state rebuilt (computedState)", on_stack(r"Snapshot\.computedState")),
+    ("  for row tracking's high watermark", on_stack(r"RowId\$\.extractHighWatermark")),
+    ("  for a file pruning's size", on_stack(r"sizeInBytesIfKnown")),
+    ("  for an overwrite's domain metadata", on_stack(r"getDomainMetadataFromTransaction")),
+    ("Delta scans' file pruning (filesForScan)", on_stack(r"filesForScan")),
+    ("local checkpoints (an AUTO CDC batch's changes)", on_stack(r"Dataset\.localCheckpoint")),
+    ("micro-batches, outside foreachBatch",
+     lambda stack, frames: "MicroBatchExecution" in stack
+     and "ForeachBatchSink.addBatch" not in stack),
+    ("foreachBatch (the runtime's writes of a batch)", on_stack(r"ForeachBatchSink\.addBatch")),
+    ("closures serialized to check them", on_stack(r"SparkClosureCleaner")),
+    ("tasks serialized by the DAG scheduler", on_stack(
+        r"JavaSerializerInstance\.serialize[\s\S]*DAGScheduler\.submitMissingTasks")),
+    ("tasks deserialized by the executors", on_stack(
+        r"JavaSerializerInstance\.deserialize[\s\S]*(ResultTask|ShuffleMapTask)\.runTask")),
+    ("Hadoop configurations copied or serialized", on_stack(r"hadoop\.conf\.Configuration")),
+    ("Java serialization, all", on_stack(r"java\.io\.Object(Out|In)putStream")),
 ]
 THREADS: list[tuple[str, str]] = [
     ("py4j's threads (what Python asks for)", r"^Thread-\d+"),
@@ -76,17 +104,9 @@ THREADS: list[tuple[str, str]] = [
 ]
 
 
-def tiny_dump(path: Path) -> Path:
-    """The crash sweep's feed (tests/crash_points.py): every flow writes rows."""
-    write_kcat_jsonl(path, as_consumed(generate_stream(GeneratorConfig(
-        events=16, orders=4, players=3, seed=21, delete_rate=0.2, malformed_rate=0.1))))
-    return path
-
-
-def samples(recording: Path) -> list[tuple[str, list[str]]]:
-    """(thread name, frames innermost first) of each execution sample."""
-    java_home = Path(os.environ.get("JAVA_HOME") or Path(shutil.which("java") or "java")
-                     .resolve().parents[1])
+def samples(recording: Path, java_home: Path) -> list[tuple[str, list[str]]]:
+    """(thread name, frames innermost first) of each execution sample, as `java_home`'s `jfr`
+    prints them (the JDK that recorded them)."""
     text = subprocess.run([str(java_home / "bin" / "jfr"), "print", "--stack-depth",
                            str(STACK_DEPTH), "--events", "jdk.ExecutionSample", str(recording)],
                           capture_output=True, text=True, check=True).stdout
@@ -98,28 +118,9 @@ def samples(recording: Path) -> list[tuple[str, list[str]]]:
     return found
 
 
-def _asked_by_python(frames: list[str]) -> bool:
-    """Whether the analysis on this stack is of a DataFrame a py4j call built: the first caller
-    past the analyzer that is a py4j command or Spark's or Delta's own machinery (a write, a
-    snapshot, a micro-batch) is the py4j command."""
-    start = next(i for i, f in enumerate(frames) if "Analyzer.executeAndCheck" in f)
-    for frame in frames[start + 1:]:
-        if frame.startswith("py4j.commands."):
-            return True
-        if re.match(r"org\.apache\.spark\.sql\.(delta\.|execution\.streaming\.)", frame):
-            return False
-    return False
-
-
 def operations_of(frames: list[str]) -> set[str]:
     stack = "\n".join(frames)
-    hit = {name for name, pattern in OPERATIONS
-           if not pattern.startswith("@") and re.search(pattern, stack)}
-    if "the analyzer (fixed point)" in hit and _asked_by_python(frames):
-        hit.add("  of DataFrames built through py4j (the runtime's and the pipeline's Python)")
-    if "MicroBatchExecution" in stack and "ForeachBatchSink.addBatch" not in stack:
-        hit.add("micro-batches, outside foreachBatch")
-    return hit
+    return {name for name, match in OPERATIONS if match(stack, frames)}
 
 
 def main() -> None:
@@ -138,12 +139,13 @@ def main() -> None:
     from exactly_once.local.execution.pipeline import run_pipeline
     from exactly_once.settings.pipeline import load_settings
 
-    dump = tiny_dump(root / "stream.jsonl")
+    dump = write_tiny_dump(root / "stream.jsonl")
     settings = load_settings("local", overrides={"exactly_once.source": f"file:{dump}"})
     spark = build_session(root / "session")
     jvm = spark.sparkContext._jvm
     jvm_processes.start_flight_recorder(spark)  # before the JIT's work, which a start discards
     pid = jvm.ProcessHandle.current().pid()
+    java_home = Path(jvm.System.getProperty("java.home"))
     recording_path = root / "updates.jfr"
     recording = None
     print(f"commit {commit()}, {args.updates} new-warehouse updates in one session, "
@@ -165,7 +167,7 @@ def main() -> None:
     recording.dump(jvm.java.io.File(str(recording_path)).toPath())
     recording.close()
     spark.stop()
-    found = samples(recording_path)
+    found = samples(recording_path, java_home)
     total = len(found)
     print(f"{total} samples; load {os.getloadavg()[0]:.1f}")
     threads: Counter[str] = Counter()
