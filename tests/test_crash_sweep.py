@@ -15,7 +15,8 @@ its lock. A trial:
 3. for the restart trial, runs it again and kills it inside that restarted run;
 4. runs one normal update (in this session's Spark: the process that gets killed is the one that
    must be real) and requires the tables, and the row counts the update reports, of the
-   uninterrupted run.
+   uninterrupted run (each table read as the Parquet files its log names, which one test
+   checks against Delta's reader on the uninterrupted run's tables).
 
 CI runs `CI_POINTS`: the first creation of each kind of table (append, AUTO CDC target and its
 state, materialized view, event log), streaming state, the lock, and an AUTO CDC batch killed
@@ -139,6 +140,13 @@ def test_the_write_order_reaches_every_kind_of_table(sweep):
     for flow in ("bronze_kafka_events", "orders", "player_xp_ledger"):
         assert {f"_pipeline/checkpoints/{flow}/{name}" for name in (
             "metadata", "offsets/0", "commits/0")} <= set(sweep.order)
+
+
+def test_the_tables_read_as_their_files_are_what_delta_reads(sweep):
+    """The trials read each table as the Parquet files its log names (`contents`, a tenth of
+    Delta's reader's cost); on the uninterrupted run's tables, every kind the pipeline writes,
+    that gives Delta's rows."""
+    assert contents(sweep.spark, sweep.reference.root, by_delta=True) == sweep.reference_tables
 
 
 @pytest.mark.parametrize("name", list(CI_POINTS))
