@@ -110,6 +110,9 @@ def test_this_project_s_pipeline_tested_with_the_plugin(pipeline):
     counts = pipeline.update()
     assert counts["silver_orders"]["duplicates_dropped"] == 1
     assert_table(pipeline.table("orders"), [{"order_id": "o1", "status": "paid"}])
+    # `table` is Delta's reader, whose queries see later updates; `snapshot` is the table as
+    # it was when asked for.
+    held, first = pipeline.table("orders"), pipeline.snapshot("orders")
     pipeline.given("orders", [  # a stale redelivery of the first event, and a new one
         {"key": "o1", "payload": order("e1", "o1", 1, status="created"), "ts": ts + 3},
         {"key": "o2", "payload": order("e3", "o2", 1, status="created"), "ts": ts + 4},
@@ -118,4 +121,9 @@ def test_this_project_s_pipeline_tested_with_the_plugin(pipeline):
     pipeline.update()
     assert_table(pipeline.table("orders"), [{"order_id": "o1", "status": "paid"},
                                             {"order_id": "o2", "status": "created"}])
+    assert_table(pipeline.snapshot("orders"), [{"order_id": "o1", "status": "paid"},
+                                               {"order_id": "o2", "status": "created"}])
+    assert_table(held, [{"order_id": "o1", "status": "paid"},
+                        {"order_id": "o2", "status": "created"}])
+    assert_table(first, [{"order_id": "o1", "status": "paid"}])
     assert_table(pipeline.table("player_xp"), [{"player_id": "p1", "total_xp": 12}])

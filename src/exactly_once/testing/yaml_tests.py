@@ -86,7 +86,7 @@ def _runner(key: str | None, spec: Mapping[str, Any], path: Path) -> Any:
                            full_refresh=update.get("full_refresh") or False)
             label = f" after update {number}" if len(updates) > 1 else ""
             for dataset, rows in (update.get("expect") or {}).items():
-                assert_table(harness.table(dataset), rows or [],
+                assert_table(harness.snapshot(dataset), rows or [],
                              ordered=bool(spec.get("ordered")), name=f"{dataset}{label}")
             for dataset, wanted in (update.get("expectations") or {}).items():
                 counts = harness.expectations(dataset)

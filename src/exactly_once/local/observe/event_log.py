@@ -53,6 +53,7 @@ from exactly_once.local.observe.progress import FlowResult
 from exactly_once.local.observe.timeline import Span, Timeline
 from exactly_once.local.storage import delta_log
 from exactly_once.local.storage.files import StoragePath
+from exactly_once.local.storage.snapshot_files import read_latest
 from exactly_once.local.storage.warehouse import Warehouse
 
 PIPELINE_NAME = "exactly_once"
@@ -238,4 +239,7 @@ def _by_name(value: Any, data_type: DataType) -> Any:
 
 
 def read(spark: SparkSession, warehouse: Warehouse) -> DataFrame:
-    return spark.read.format("delta").load(str(warehouse.event_log_path().resolve()))
+    """The event log as of its latest version, for one look (`events`, the test harness): read
+    as the Parquet files the version names (`snapshot_files.read_latest`), about a tenth of
+    what Delta's reader costs a log the session has not read since its last update."""
+    return read_latest(spark, str(warehouse.event_log_path().resolve()))
