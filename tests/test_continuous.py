@@ -26,6 +26,7 @@ from exactly_once.kafka.kcat import as_consumed, write_kcat_jsonl
 from exactly_once.local.execution.continuous import parse_interval
 from exactly_once.local.execution.streams import replayed_batch
 from exactly_once.local.storage.delta_log import versions
+from exactly_once.local.storage.snapshot_files import read_latest
 from exactly_once.local.storage.warehouse import Warehouse
 
 SEED = 20
@@ -135,7 +136,7 @@ def test_continuous_runs_stopped_at_random_moments_end_with_the_model_s_tables(s
                  for r in records]
     topics = {"orders": "order_id", "player-rewards": "player_id"}
     expected = expected_tables(delivered, topics)
-    table = lambda name: spark.read.format("delta").load(str(warehouse / name))  # noqa: E731
+    table = lambda name: read_latest(spark, str(warehouse / name))  # noqa: E731
     bronze = sorted(tuple(r) for r in table("bronze_kafka_events")
                     .select("topic", "partition", "offset").collect())
     assert bronze == sorted((d.topic, d.partition, d.offset) for d in delivered), \

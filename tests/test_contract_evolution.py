@@ -39,6 +39,7 @@ from exactly_once.kafka.producer import produce_records
 from exactly_once.local.auto_cdc.changes import IS_DELETE, SEQUENCE, tie_break
 from exactly_once.local.inspect import event_view
 from exactly_once.local.storage import delta_log, schema_evolution
+from exactly_once.local.storage.snapshot_files import read_latest
 from exactly_once.local.storage.warehouse import Warehouse
 from exactly_once.settings.pipeline import OCCURRED_AT_IN_FUTURE, load_settings
 
@@ -121,11 +122,10 @@ class Stream:
                 for p in self.warehouse.rglob("*") if p.is_file() and p.name != "lock"}
 
     def table(self, spark, name: str):
-        return spark.read.format("delta").load(str(self.warehouse / name))
+        return read_latest(spark, str(self.warehouse / name))
 
     def journal(self, spark, target: str = "orders_history"):
-        return spark.read.format("delta").load(
-            str(self.warehouse / "_pipeline" / "auto_cdc" / target))
+        return read_latest(spark, str(self.warehouse / "_pipeline" / "auto_cdc" / target))
 
     def schema_changes(self, spark, update: int | None = None) -> set[tuple[str, str, str, str]]:
         """(flow, column, change, type) of every schema change in the event log; of the

@@ -16,6 +16,7 @@ from exactly_once.kafka.admin import ensure_topics
 from exactly_once.kafka.generator import GeneratorConfig, generate_stream
 from exactly_once.kafka.producer import produce_records
 from exactly_once.local.execution.pipeline import run_pipeline
+from exactly_once.local.storage.snapshot_files import read_latest
 from exactly_once.services import broker
 from exactly_once.settings.pipeline import Settings, load_settings
 
@@ -68,7 +69,7 @@ def last_event_time(records) -> datetime:
 
 def assert_tables_match(spark, warehouse, delivered: list[Delivered],
                         orders_topic: str = "orders", rewards_topic: str = "player-rewards"):
-    table = lambda name: spark.read.format("delta").load(str(warehouse / name))  # noqa: E731
+    table = lambda name: read_latest(spark, str(warehouse / name))  # noqa: E731
     expected = expected_tables(delivered, {orders_topic: "order_id", rewards_topic: "player_id"})
 
     bronze = table("bronze_kafka_events").select("topic", "partition", "offset").collect()
@@ -145,7 +146,7 @@ def test_two_updates_against_a_real_broker(spark, kafka_broker, tmp_path):
 
 
 def gold(spark, warehouse) -> dict[str, list]:
-    return {name: sorted(map(tuple, spark.read.format("delta").load(str(warehouse / name))
+    return {name: sorted(map(tuple, read_latest(spark, str(warehouse / name))
                              .drop("ingested_at", "kafka_timestamp").collect()))
             for name in ("orders", "orders_history", "player_xp_ledger", "player_xp")}
 
@@ -203,8 +204,8 @@ def test_a_broker_restart_and_an_older_consumer_position_leave_the_same_state(
 def assert_tables_match_gold_only(spark, warehouse, delivered, orders_topic, rewards_topic):
     """After a re-read, bronze holds some deliveries twice; gold must still match exactly."""
     expected = expected_tables(delivered, {orders_topic: "order_id", rewards_topic: "player_id"})
-    orders = spark.read.format("delta").load(str(warehouse / "orders")).collect()
+    orders = read_latest(spark, str(warehouse / "orders")).collect()
     assert {r["order_id"]: r["event_id"] for r in orders} == {
         k: e["event_id"] for k, e in expected.orders.items()}
-    xp = spark.read.format("delta").load(str(warehouse / "player_xp")).collect()
+    xp = read_latest(spark, str(warehouse / "player_xp")).collect()
     assert {r["player_id"]: r["total_xp"] for r in xp} == expected.player_xp

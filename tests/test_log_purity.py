@@ -30,6 +30,7 @@ from exactly_once.kafka.kcat import KafkaRecord, write_kcat_jsonl
 from exactly_once.local.auto_cdc.scd1 import DELETED_AT
 from exactly_once.local.execution.pipeline import run_pipeline
 from exactly_once.local.observe.progress import UpdateResult
+from exactly_once.local.storage.snapshot_files import read_latest
 from exactly_once.settings.pipeline import load_settings
 
 NOW = datetime.now(timezone.utc).replace(microsecond=0)
@@ -66,7 +67,7 @@ class Topic:
         return run_pipeline(spark, self.settings, self.warehouse, **options)
 
     def table(self, spark, name: str) -> list:
-        return spark.read.format("delta").load(str(self.warehouse / name)).collect()
+        return read_latest(spark, str(self.warehouse / name)).collect()
 
 
 @pytest.fixture

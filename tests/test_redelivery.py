@@ -15,6 +15,7 @@ from events import Clock, grant, order
 
 from exactly_once.kafka.kcat import KafkaRecord, write_kcat_jsonl
 from exactly_once.local.execution.pipeline import run_pipeline
+from exactly_once.local.storage.snapshot_files import read_latest
 from exactly_once.settings.pipeline import load_settings
 
 CLOCK = Clock(datetime.now(timezone.utc))  # now
@@ -56,7 +57,7 @@ def updates(spark, tmp_path_factory):
 
     def update():
         run_pipeline(spark, settings, warehouse)
-        return {name: spark.read.format("delta").load(str(warehouse / name)).collect()
+        return {name: read_latest(spark, str(warehouse / name)).collect()
                 for name in ("silver_player_rewards", "player_xp_ledger", "player_xp",
                              "late_events", "orders", "bronze_kafka_events")}
 

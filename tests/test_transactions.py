@@ -33,6 +33,7 @@ from reference import (
 
 from exactly_once.kafka.admin import client_config, ensure_topics
 from exactly_once.local.execution.pipeline import run_pipeline
+from exactly_once.local.storage.snapshot_files import read_latest
 from exactly_once.local.storage.warehouse import Warehouse
 from exactly_once.settings.pipeline import load_settings
 
@@ -156,7 +157,7 @@ def straddled(stored: list[tuple[Transaction, list[Delivered]]],
 
 
 def table(spark, warehouse: Path, name: str) -> list:
-    return spark.read.format("delta").load(str(warehouse / name)).collect()
+    return read_latest(spark, str(warehouse / name)).collect()
 
 
 def rank(struct) -> tuple | None:
