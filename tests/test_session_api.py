@@ -94,6 +94,21 @@ def test_a_table_name_follows_the_warehouse_updated_last(spark, tmp_path):
     assert spark.read.table(name).count() == 2
     second.register(spark, name)  # already its name: nothing to change
     assert spark.read.table(name).count() == 2
+    detail = spark.sql(f"DESCRIBE DETAIL `{name}`").first()
+    assert detail is not None
+    assert detail["location"].removeprefix("file:") == str(second.table_path(name).resolve())
+    assert spark.catalog.getTable(name).tableType == "EXTERNAL"
+
+    # A cached read of the name is not served once the name points elsewhere.
+    third = Warehouse(tmp_path / "third")
+    spark.range(3).write.format("delta").save(str(third.table_path(name)))
+    cached = spark.read.table(name).cache()
+    try:
+        assert cached.count() == 2
+        third.register(spark, name)
+        assert spark.read.table(name).count() == 3
+    finally:
+        cached.unpersist()
 
     spark.sql("CREATE TABLE catalog_managed_by_the_user USING DELTA AS SELECT 1 AS id")
     try:
