@@ -110,6 +110,18 @@ def test_a_table_name_follows_the_warehouse_updated_last(spark, tmp_path):
     finally:
         cached.unpersist()
 
+    # A user's external table of another format with the name: the pipeline's Delta table
+    # takes the name, not its location alone.
+    spark.range(5).write.parquet(str(tmp_path / "parquet"))
+    spark.sql(f"DROP TABLE `{name}`")
+    spark.sql(f"CREATE TABLE `{name}` USING PARQUET LOCATION '{tmp_path / 'parquet'}'")
+    second.register(spark, name)
+    assert spark.read.table(name).count() == 2
+    described = {r.col_name: r.data_type for r in spark.sql(f"DESCRIBE TABLE EXTENDED `{name}`")
+                 .where("col_name IN ('Provider', 'Location')").collect()}
+    assert described == {"Provider": "delta",
+                         "Location": f"file:{second.table_path(name).resolve()}"}, described
+
     spark.sql("CREATE TABLE catalog_managed_by_the_user USING DELTA AS SELECT 1 AS id")
     try:
         with pytest.raises(GraphError, match="managed table `catalog_managed_by_the_user`"):

@@ -312,21 +312,28 @@ def _registered_location(spark: SparkSession, name: str) -> str | None:
         raise GraphError(f"the session catalog has a {kind.lower()} table `{name}` of its own; "
                          "the pipeline's table of that name cannot be registered over it")
     # As a path, not a URI: `where` it is compared with is not escaped (spaces, say).
-    return str(spark._jvm.org.apache.hadoop.fs.Path(table.location()).toString())
+    jvm: Any = spark._jvm
+    return str(jvm.org.apache.hadoop.fs.Path(table.location()).toString())
 
 
 def _point_at(spark: SparkSession, name: str, where: str) -> bool:
     """Point the session catalog's external table `name` at `where` by changing its entry's
-    location alone (False, nothing done, when the session caches any query: the SQL way below
-    uncaches what read the old table). DROP TABLE and CREATE TABLE ... LOCATION each load the
-    table through Delta's catalog, about 70 ms of the JVM's CPU a table; the entry holds no
-    schema or properties of a Delta table (Delta reads them from the log), only its location."""
-    jvm, session = spark._jvm, spark._jsparkSession  # no public API moves an entry
+    location alone. DROP TABLE and CREATE TABLE ... LOCATION (`register`'s other way) each load
+    the table through Delta's catalog, about 70 ms of the JVM's CPU a table, while the entry
+    of a Delta table holds no schema or properties (Delta reads them from the log), only its
+    location. False, nothing done, when the entry is not such a Delta table's (a user's table
+    of another format), or when the session caches a query (DROP TABLE uncaches what read the
+    old table)."""
+    jvm: Any = spark._jvm
+    session = spark._jsparkSession  # no public API moves an entry
     if not session.sharedState().cacheManager().isEmpty():
         return False
     state = session.sessionState()
     catalog, identifier = state.catalog(), state.sqlParser().parseTableIdentifier(f"`{name}`")
     table = catalog.getTableRawMetadata(identifier)
+    provider = table.provider()
+    if provider.isEmpty() or provider.get().lower() != "delta" or table.schema().size() > 0:
+        return False
     storage = table.storage()
     location = jvm.scala.Option.apply(jvm.org.apache.hadoop.fs.Path(where).toUri())
     catalog.alterTable(table.withNewStorage(
