@@ -331,10 +331,12 @@ def _point_at(spark: SparkSession, name: str, where: str) -> bool:
     state = session.sessionState()
     catalog, identifier = state.catalog(), state.sqlParser().parseTableIdentifier(f"`{name}`")
     table = catalog.getTableRawMetadata(identifier)
-    provider = table.provider()
-    if provider.isEmpty() or provider.get().lower() != "delta" or table.schema().size() > 0:
+    provider, storage = table.provider(), table.storage()
+    # Delta's entry in the in-memory catalog: no schema, no storage properties (a Hive
+    # metastore's would name the old path again in `path`).
+    if provider.isEmpty() or provider.get().lower() != "delta" or table.schema().size() > 0 \
+            or not storage.properties().isEmpty():
         return False
-    storage = table.storage()
     location = jvm.scala.Option.apply(jvm.org.apache.hadoop.fs.Path(where).toUri())
     catalog.alterTable(table.withNewStorage(
         location, storage.inputFormat(), storage.outputFormat(), storage.compressed(),
