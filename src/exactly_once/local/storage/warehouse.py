@@ -218,10 +218,10 @@ class Warehouse:
         if definition is not None and definition.private:
             self._unregister(spark, name)
             return
-        registered = _registered_location(spark, name)
-        if registered is not None and registered.removeprefix("file:") == where:
+        registered = _registered_entry(spark, name)
+        if registered is not None and registered.location == where:
             return
-        if registered is not None and _point_at(spark, name, where):
+        if registered is not None and _point_at(spark, registered, where):
             return
         if registered is not None:
             spark.sql(f"DROP TABLE IF EXISTS `{name}`")
@@ -242,11 +242,10 @@ class Warehouse:
         """Drop the session catalog's entry of `name` if it points at this warehouse's table;
         anything else of that name is not the pipeline's to drop."""
         try:
-            registered = _registered_location(spark, name)
+            registered = _registered_entry(spark, name)
         except GraphError:  # the catalog's own table of that name
             return
-        if registered is not None \
-                and registered.removeprefix("file:") == str(self.table_path(name).resolve()):
+        if registered is not None and registered.location == str(self.table_path(name).resolve()):
             spark.sql(f"DROP TABLE IF EXISTS `{name}`")
 
     def definition(self, name: str) -> TableDefinition:
@@ -298,8 +297,19 @@ class Warehouse:
                 remove_tree(path)
 
 
-def _registered_location(spark: SparkSession, name: str) -> str | None:
-    """Where the session catalog's `name` points (None if unknown), read from the catalog's own
+@dataclass(frozen=True)
+class _CatalogEntry:
+    """The session catalog's entry of a name: the catalog, the name as it parsed, the entry
+    (py4j objects), and where it points."""
+
+    catalog: Any
+    identifier: Any
+    table: Any
+    location: str  # a path, `file:` dropped: as `where` is written
+
+
+def _registered_entry(spark: SparkSession, name: str) -> _CatalogEntry | None:
+    """The session catalog's entry of `name` (None if unknown), read from the catalog's own
     metadata: no query, no Delta snapshot (a tenth of the cost of CREATE TABLE IF NOT EXISTS).
     A managed table of that name is the user's own: refused, since dropping it deletes it."""
     state = spark._jsparkSession.sessionState()  # no public API says where a table points
@@ -313,24 +323,22 @@ def _registered_location(spark: SparkSession, name: str) -> str | None:
                          "the pipeline's table of that name cannot be registered over it")
     # As a path, not a URI: `where` it is compared with is not escaped (spaces, say).
     jvm: Any = spark._jvm
-    return str(jvm.org.apache.hadoop.fs.Path(table.location()).toString())
+    location = str(jvm.org.apache.hadoop.fs.Path(table.location()).toString())
+    return _CatalogEntry(catalog, identifier, table, location.removeprefix("file:"))
 
 
-def _point_at(spark: SparkSession, name: str, where: str) -> bool:
-    """Point the session catalog's external table `name` at `where` by changing its entry's
-    location alone. DROP TABLE and CREATE TABLE ... LOCATION (`register`'s other way) each load
-    the table through Delta's catalog, about 70 ms of the JVM's CPU a table, while the entry
-    of a Delta table holds no schema or properties (Delta reads them from the log), only its
+def _point_at(spark: SparkSession, entry: _CatalogEntry, where: str) -> bool:
+    """Point the session catalog's external table `entry` at `where` by changing its location
+    alone. DROP TABLE and CREATE TABLE ... LOCATION (`register`'s other way) each load the
+    table through Delta's catalog, about 70 ms of the JVM's CPU a table, while the entry of a
+    Delta table holds no schema or properties (Delta reads them from the log), only its
     location. False, nothing done, when the entry is not such a Delta table's (a user's table
     of another format), or when the session caches a query (DROP TABLE uncaches what read the
     old table)."""
-    jvm: Any = spark._jvm
-    session = spark._jsparkSession  # no public API moves an entry
-    if not session.sharedState().cacheManager().isEmpty():
+    jvm: Any = spark._jvm  # no public API moves an entry
+    if not spark._jsparkSession.sharedState().cacheManager().isEmpty():
         return False
-    state = session.sessionState()
-    catalog, identifier = state.catalog(), state.sqlParser().parseTableIdentifier(f"`{name}`")
-    table = catalog.getTableRawMetadata(identifier)
+    table = entry.table
     provider, storage = table.provider(), table.storage()
     # Delta's entry in the in-memory catalog: no schema, no storage properties (a Hive
     # metastore's would name the old path again in `path`).
@@ -338,10 +346,10 @@ def _point_at(spark: SparkSession, name: str, where: str) -> bool:
             or not storage.properties().isEmpty():
         return False
     location = jvm.scala.Option.apply(jvm.org.apache.hadoop.fs.Path(where).toUri())
-    catalog.alterTable(table.withNewStorage(
+    entry.catalog.alterTable(table.withNewStorage(
         location, storage.inputFormat(), storage.outputFormat(), storage.compressed(),
         storage.serde(), storage.properties(), storage.serdeName()))
-    catalog.invalidateCachedTable(identifier)
+    entry.catalog.invalidateCachedTable(entry.identifier)
     return True
 
 
