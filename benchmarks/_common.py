@@ -1,14 +1,17 @@
-"""Helpers of the benchmarks: sizes on disk, the commit, a JVM's CPU seconds, and kcat feeds that
-grow in parts."""
+"""Helpers of the benchmarks: sizes on disk, the commit, a JVM's CPU seconds, a timed update into
+a new warehouse, and kcat feeds that grow in parts."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
+import time
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 from exactly_once.kafka.generator import GeneratorConfig, generate_stream
 from exactly_once.kafka.kcat import KafkaRecord, as_consumed, write_kcat_jsonl
@@ -29,6 +32,19 @@ def jvm_cpu(pid: int) -> float:
     """User and system CPU seconds process `pid` (a Spark driver's JVM) has spent so far."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def timed_update(spark: Any, settings: Any, warehouse: Path) -> tuple[float, float]:
+    """One update of the project's pipeline into `warehouse`, removed after: its wall seconds and
+    the seconds of CPU the session's driver JVM spent on it (`jvm_cpu`)."""
+    from exactly_once.local.execution.pipeline import run_pipeline
+
+    pid = int(spark.sparkContext._jvm.ProcessHandle.current().pid())
+    cpu, began = jvm_cpu(pid), time.monotonic()
+    run_pipeline(spark, settings, warehouse)
+    measured = time.monotonic() - began, jvm_cpu(pid) - cpu
+    shutil.rmtree(warehouse)
+    return measured
 
 
 def commit() -> str:

@@ -19,10 +19,9 @@ import shutil
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from _common import REPO, commit, jvm_cpu
+from _common import REPO, commit, timed_update
 
 sys.path.insert(0, str(REPO / "tests"))
 from crash_points import write_tiny_dump  # noqa: E402 - the crash sweep's feed
@@ -35,14 +34,12 @@ def main() -> None:
 
     from exactly_once.local.engine.jvm_processes import start_flight_recorder
     from exactly_once.local.engine.session import build_session
-    from exactly_once.local.execution.pipeline import run_pipeline
     from exactly_once.local.storage import warehouse
     from exactly_once.settings.pipeline import load_settings
 
     work = Path(tempfile.mkdtemp(prefix="catalog-entries-bench-"))
     spark = build_session(work / "spark", jit="tiered")  # as the suite's session
     start_flight_recorder(spark)
-    pid = int(spark.sparkContext._jvm.ProcessHandle.current().pid())
     settings = load_settings("local", overrides={
         "exactly_once.source": f"file:{write_tiny_dump(work / 'stream.jsonl')}"})
     ways = {"location": warehouse._point_at, "drop+create": lambda *_: False}
@@ -52,11 +49,7 @@ def main() -> None:
         nonlocal updates
         warehouse._point_at = ways[way]
         target, updates = work / f"warehouse-{updates}", updates + 1
-        cpu, began = jvm_cpu(pid), time.monotonic()
-        run_pipeline(spark, settings, target)
-        measured = time.monotonic() - began, jvm_cpu(pid) - cpu
-        shutil.rmtree(target)
-        return measured
+        return timed_update(spark, settings, target)
 
     print(f"commit {commit()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")
     for _ in range(2):  # the session's first updates: not measured

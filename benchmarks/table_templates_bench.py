@@ -17,11 +17,10 @@ import os
 import shutil
 import statistics
 import tempfile
-import time
 from dataclasses import replace
 from pathlib import Path
 
-from _common import Feed, commit, jvm_cpu
+from _common import Feed, commit, timed_update
 
 
 def main() -> None:
@@ -31,14 +30,12 @@ def main() -> None:
     args = parser.parse_args()
 
     from exactly_once.local.engine.session import build_session
-    from exactly_once.local.execution.pipeline import run_pipeline
     from exactly_once.local.storage import table_templates
     from exactly_once.settings.pipeline import load_settings
 
     replay = table_templates.replay
     work = Path(tempfile.mkdtemp(prefix="table-templates-bench-"))
     spark = build_session(work / "spark")
-    pid = int(spark.sparkContext._jvm.ProcessHandle.current().pid())
     feed = Feed.for_history(work / "feed", args.events)
     feed.append(args.events, seed=1)
     settings = replace(load_settings("local"), source=feed.source)
@@ -48,11 +45,7 @@ def main() -> None:
         nonlocal updates
         table_templates.replay = replay if side == "A" else (lambda *_: False)  # type: ignore[assignment]
         warehouse, updates = work / f"{side}{updates}", updates + 1
-        cpu, began = jvm_cpu(pid), time.monotonic()
-        run_pipeline(spark, settings, warehouse)
-        measured = time.monotonic() - began, jvm_cpu(pid) - cpu
-        shutil.rmtree(warehouse)
-        return measured
+        return timed_update(spark, settings, warehouse)
 
     print(f"commit {commit()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}, "
           f"{args.events} events")
