@@ -1,5 +1,5 @@
-"""Helpers of the benchmarks: sizes on disk, the commit, a JVM's CPU seconds, a timed update into
-a new warehouse, and kcat feeds that grow in parts."""
+"""Helpers of the benchmarks: sizes on disk, the commit, a session as the suite's, a JVM's CPU
+seconds, a timed update into a new warehouse, and kcat feeds that grow in parts."""
 
 from __future__ import annotations
 
@@ -34,12 +34,28 @@ def jvm_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def suite_session(work: Path) -> Any:
+    """A Spark session as the suite's workers have theirs (tests/conftest.py): tiered JIT, the
+    Flight Recorder started before anything is compiled (its start discards compiled code)."""
+    from exactly_once.local.engine.jvm_processes import start_flight_recorder
+    from exactly_once.local.engine.session import build_session
+
+    spark = build_session(work / "spark", jit="tiered")
+    start_flight_recorder(spark)
+    return spark
+
+
+def driver_pid(spark: Any) -> int:
+    """The process id of the session's driver JVM (for `jvm_cpu`)."""
+    return int(spark.sparkContext._jvm.ProcessHandle.current().pid())
+
+
 def timed_update(spark: Any, settings: Any, warehouse: Path) -> tuple[float, float]:
     """One update of the project's pipeline into `warehouse`, removed after: its wall seconds and
     the seconds of CPU the session's driver JVM spent on it (`jvm_cpu`)."""
     from exactly_once.local.execution.pipeline import run_pipeline
 
-    pid = int(spark.sparkContext._jvm.ProcessHandle.current().pid())
+    pid = driver_pid(spark)
     cpu, began = jvm_cpu(pid), time.monotonic()
     run_pipeline(spark, settings, warehouse)
     measured = time.monotonic() - began, jvm_cpu(pid) - cpu

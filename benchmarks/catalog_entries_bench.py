@@ -21,7 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from _common import REPO, commit, timed_update
+from _common import REPO, commit, suite_session, timed_update
 
 sys.path.insert(0, str(REPO / "tests"))
 from crash_points import write_tiny_dump  # noqa: E402 - the crash sweep's feed
@@ -32,14 +32,11 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=8)
     args = parser.parse_args()
 
-    from exactly_once.local.engine.jvm_processes import start_flight_recorder
-    from exactly_once.local.engine.session import build_session
     from exactly_once.local.storage import warehouse
     from exactly_once.settings.pipeline import load_settings
 
     work = Path(tempfile.mkdtemp(prefix="catalog-entries-bench-"))
-    spark = build_session(work / "spark", jit="tiered")  # as the suite's session
-    start_flight_recorder(spark)
+    spark = suite_session(work)
     settings = load_settings("local", overrides={
         "exactly_once.source": f"file:{write_tiny_dump(work / 'stream.jsonl')}"})
     ways = {"location": warehouse._point_at, "drop+create": lambda *_: False}

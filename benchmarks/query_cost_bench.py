@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from _common import commit, jvm_cpu
+from _common import commit, driver_pid, jvm_cpu, suite_session
 
 
 def main() -> None:
@@ -35,13 +35,9 @@ def main() -> None:
     from pyspark.sql import DataFrame
     from pyspark.sql import functions as F
 
-    from exactly_once.local.engine.jvm_processes import start_flight_recorder
-    from exactly_once.local.engine.session import build_session
-
     work = Path(tempfile.mkdtemp(prefix="query-cost-bench-"))
-    spark = build_session(work / "spark", jit="tiered")  # as the suite's session
-    start_flight_recorder(spark)
-    pid = int(spark.sparkContext._jvm.ProcessHandle.current().pid())  # type: ignore[union-attr]
+    spark = suite_session(work)
+    pid = driver_pid(spark)
     source = str(work / "source")
 
     def rows(round_: int) -> DataFrame:
