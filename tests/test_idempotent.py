@@ -33,3 +33,45 @@ def test_batches_committed_before_commit_markers_existed_count(spark, tmp_path):
         assert not idempotent.append(spark.range(3), path, Marker(writer, 3), replayed=True)
         assert idempotent.append(spark.range(3), path, Marker(writer, 5), replayed=True)
         assert row_count(path) == 6
+
+
+def test_a_merge_runs_without_adaptive_execution_and_gives_the_session_its_settings_back(
+        spark, tmp_path):
+    """The MERGE runs with the runtime's settings (its marker, its source read as it is,
+    adaptive execution off: a batch's few keys, whose stages adaptive execution made a Spark job
+    each), then the session has its own again: a value a pipeline's configuration set comes
+    back, an unset one stays unset."""
+    from delta.tables import DeltaTable
+
+    from exactly_once.local.storage.idempotent import ADAPTIVE, MATERIALIZE_SOURCE, USER_METADATA
+
+    path = str(tmp_path / "target")
+    spark.createDataFrame([(1, "a"), (2, "b")], "id INT, v STRING").write.format("delta") \
+        .save(path)
+    session = spark.newSession()  # as a streaming query's own
+    session.conf.set(MATERIALIZE_SOURCE, "auto")  # the pipeline's own choices
+    session.conf.set(ADAPTIVE, "true")
+    seen: dict[str, str | None] = {}
+
+    class Merge:  # Delta's builder, noting the settings it runs under
+        def __init__(self):
+            source = session.createDataFrame([(2, "B"), (3, "c")], "id INT, v STRING")
+            self.builder = DeltaTable.forPath(session, path).alias("t") \
+                .merge(source.localCheckpoint().alias("s"), "t.id = s.id") \
+                .whenMatchedUpdateAll().whenNotMatchedInsertAll()
+
+        def execute(self):
+            seen.update({k: session.conf.get(k, None)
+                         for k in (USER_METADATA, MATERIALIZE_SOURCE, ADAPTIVE)})
+            self.builder.execute()
+
+    marker = Marker(f"{uuid.uuid4()}:orders:target", 0)
+    assert idempotent.merge(session, Merge(), path, marker, replayed=False)
+    assert seen == {USER_METADATA: marker.user_metadata(), MATERIALIZE_SOURCE: "none",
+                    ADAPTIVE: "false"}
+    assert {k: session.conf.get(k, None) for k in (USER_METADATA, MATERIALIZE_SOURCE,
+                                                   ADAPTIVE)} == \
+        {USER_METADATA: None, MATERIALIZE_SOURCE: "auto", ADAPTIVE: "true"}
+    assert sorted(tuple(r) for r in spark.read.format("delta").load(path).collect()) == \
+        [(1, "a"), (2, "B"), (3, "c")]
+    assert not idempotent.merge(session, Merge(), path, marker, replayed=True)

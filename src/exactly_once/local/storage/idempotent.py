@@ -8,7 +8,8 @@ A batch that is not a replay cannot have committed before, so it writes without 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 
 from delta.tables import DeltaMergeBuilder
 from pyspark.sql import DataFrame, SparkSession
@@ -19,6 +20,24 @@ from exactly_once.local.storage.files import StoragePath
 USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 MATERIALIZE_SOURCE = "spark.databricks.delta.merge.materializeSource"
 REPLACE_WHERE_CHECK = "spark.databricks.delta.replaceWhere.constraintCheck.enabled"
+ADAPTIVE = "spark.sql.adaptive.enabled"
+
+
+@contextmanager
+def _settings(session: SparkSession, values: Mapping[str, str]) -> Iterator[None]:
+    """`values` in `session` for the block, then the session's own back (unset if it had none):
+    a pipeline's configuration may have set them in the query's session."""
+    own = {key: session.conf.get(key, None) for key in values}
+    for key, value in values.items():
+        session.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, previous in own.items():
+            if previous is None:
+                session.conf.unset(key)
+            else:
+                session.conf.set(key, previous)
 
 
 def already_committed(path: StoragePath | str, marker: Marker) -> bool:
@@ -47,15 +66,11 @@ def replace(df: DataFrame, path: StoragePath | str, predicate: str, marker: Mark
     streaming query's own (each query has one), as flows run concurrently."""
     if replayed and already_committed(path, marker):
         return False
-    session = df.sparkSession
     # Delta would check each written row against `predicate`, an IN list evaluated as such:
     # rows times keys comparisons (25 s for 20,000 keys, against 5.5 s without the check).
-    session.conf.set(REPLACE_WHERE_CHECK, "false")
-    try:
+    with _settings(df.sparkSession, {REPLACE_WHERE_CHECK: "false"}):
         df.write.format("delta").mode("overwrite").option("replaceWhere", predicate) \
             .option("userMetadata", marker.user_metadata()).save(str(path))
-    finally:
-        session.conf.unset(REPLACE_WHERE_CHECK)
     return True
 
 
@@ -67,16 +82,17 @@ def merge(spark: SparkSession, merge: DeltaMergeBuilder, path: StoragePath | str
     as it is instead of copying it first, a Spark job it only needs for a source that could
     change while the MERGE reads it twice.
 
+    Without adaptive execution: a MERGE of a batch's few keys joins small sides, and adaptive
+    execution ran each of its stages as a Spark job of its own (11 jobs for `orders`' MERGE in
+    a warm update); off, the MERGE took 0.75-0.79 of its time and the update 0.89-0.96 of its
+    JVM CPU (BENCHMARKS.md, "A small update").
+
     MERGE takes no writer options, so the marker goes through the session's settings: `spark`
     must be the streaming query's own session (each query has one), as flows run concurrently.
     """
     if replayed and already_committed(path, marker):
         return False
-    spark.conf.set(USER_METADATA, marker.user_metadata())
-    spark.conf.set(MATERIALIZE_SOURCE, "none")
-    try:
+    with _settings(spark, {USER_METADATA: marker.user_metadata(), MATERIALIZE_SOURCE: "none",
+                           ADAPTIVE: "false"}):
         merge.execute()
-    finally:
-        spark.conf.unset(USER_METADATA)
-        spark.conf.unset(MATERIALIZE_SOURCE)
     return True
