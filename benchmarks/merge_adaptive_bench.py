@@ -37,7 +37,7 @@ def main() -> None:
     from exactly_once.local.storage import idempotent
     from exactly_once.settings.pipeline import load_settings
 
-    without = idempotent._settings
+    without = idempotent.set_for_block
 
     def with_adaptive(session: Any, values: Mapping[str, str]
                       ) -> AbstractContextManager[Iterator[None]]:
@@ -55,7 +55,7 @@ def main() -> None:
 
     def update(way: str) -> tuple[float, float, float]:
         nonlocal updates
-        idempotent._settings = ways[way]  # type: ignore[assignment]
+        idempotent.set_for_block = ways[way]  # type: ignore[assignment]
         feed.append(80, seed=100 + updates)
         updates += 1
         timeline = Timeline()
@@ -75,7 +75,7 @@ def main() -> None:
             found[way].append(taken)
             print(f"  {way:8s} {taken[0]:6.2f} s  JVM CPU {taken[1]:6.2f} s  "
                   f"MERGE {taken[2]:5.2f} s", flush=True)
-    idempotent._settings = without  # type: ignore[assignment]
+    idempotent.set_for_block = without  # type: ignore[assignment]
     spark.stop()
     shutil.rmtree(work)
     for i, measure in enumerate(("wall s", "JVM CPU s", "MERGE s")):

@@ -59,14 +59,12 @@ def as_json(df) -> str:
     numbers, timestamps in ISO 8601), a NULL as null."""
     from pyspark.sql import functions as F
 
-    conf, key = df.sparkSession.conf, "spark.sql.jsonGenerator.ignoreNullFields"
-    before = conf.get(key, None)
-    conf.set(key, "false")
-    try:  # the session's own setting back after: the resident engine runs pipelines next
+    from exactly_once.local.engine.update_settings import set_for_block
+
+    # The session's own setting back after: the resident engine runs pipelines next.
+    with set_for_block(df.sparkSession, {"spark.sql.jsonGenerator.ignoreNullFields": "false"}):
         lines = [r[0] for r in df.select(F.to_json(F.struct(*[F.col(f"`{c}`")
                                                                 for c in df.columns]))).collect()]
-    finally:
-        conf.unset(key) if before is None else conf.set(key, before)
     return "[\n" + ",\n".join(lines) + "\n]\n" if lines else "[]\n"
 
 

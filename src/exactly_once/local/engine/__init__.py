@@ -15,7 +15,7 @@
     py4j_lookups.py     the classes, packages and static methods PySpark names, looked up
                         once per gateway
     update_settings.py  the settings an update runs with (the pipeline's configuration too),
-                        the session's own back after
+                        and those of one block (a MERGE's); the session's own back after
     pipeline_session.py the session pipeline code sees on each thread; a flow's own (spark_conf)
     jvm_processes.py    the child processes the JVM starts, recorded by Java Flight Recorder
     materialize.py      a batch's rows computed once, cut from their plan, safe from executor loss

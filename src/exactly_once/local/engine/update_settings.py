@@ -76,6 +76,25 @@ def applied(spark: Any, settings: Mapping[str, str]) -> Iterator[None]:
 
 
 @contextmanager
+def set_for_block(session: Any, settings: Mapping[str, str]) -> Iterator[None]:
+    """`settings` in `session` for the block, then the session's own values back (unset where it
+    had none). For a session no other block holds settings in at the same time (a streaming
+    query's own, a command's output), where `applied` counts the updates that overlap: a value
+    set here, a MERGE's commit marker say, is always this block's."""
+    own = {key: session.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        session.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, previous in own.items():
+            if previous is None:
+                session.conf.unset(key)
+            else:
+                session.conf.set(key, previous)
+
+
+@contextmanager
 def configured(spark: Any, configuration: Mapping[str, str]) -> Iterator[None]:
     """The pipeline's configuration (settings/configuration.py) in `spark`'s session until the
     block ends, as Databricks gives an update's session its pipeline's `configuration`. A key

@@ -8,12 +8,12 @@ A batch that is not a replay cannot have committed before, so it writes without 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 
 from delta.tables import DeltaMergeBuilder
 from pyspark.sql import DataFrame, SparkSession
 
+from exactly_once.local.engine.update_settings import set_for_block
 from exactly_once.local.storage.delta_log import Marker, committed_batch
 from exactly_once.local.storage.files import StoragePath
 
@@ -21,23 +21,6 @@ USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 MATERIALIZE_SOURCE = "spark.databricks.delta.merge.materializeSource"
 REPLACE_WHERE_CHECK = "spark.databricks.delta.replaceWhere.constraintCheck.enabled"
 ADAPTIVE = "spark.sql.adaptive.enabled"
-
-
-@contextmanager
-def _settings(session: SparkSession, values: Mapping[str, str]) -> Iterator[None]:
-    """`values` in `session` for the block, then the session's own back (unset if it had none):
-    a pipeline's configuration may have set them in the query's session."""
-    own = {key: session.conf.get(key, None) for key in values}
-    for key, value in values.items():
-        session.conf.set(key, value)
-    try:
-        yield
-    finally:
-        for key, previous in own.items():
-            if previous is None:
-                session.conf.unset(key)
-            else:
-                session.conf.set(key, previous)
 
 
 def already_committed(path: StoragePath | str, marker: Marker) -> bool:
@@ -68,7 +51,7 @@ def replace(df: DataFrame, path: StoragePath | str, predicate: str, marker: Mark
         return False
     # Delta would check each written row against `predicate`, an IN list evaluated as such:
     # rows times keys comparisons (25 s for 20,000 keys, against 5.5 s without the check).
-    with _settings(df.sparkSession, {REPLACE_WHERE_CHECK: "false"}):
+    with set_for_block(df.sparkSession, {REPLACE_WHERE_CHECK: "false"}):
         df.write.format("delta").mode("overwrite").option("replaceWhere", predicate) \
             .option("userMetadata", marker.user_metadata()).save(str(path))
     return True
@@ -84,7 +67,7 @@ def merge(spark: SparkSession, merge: DeltaMergeBuilder, path: StoragePath | str
 
     Without adaptive execution: a MERGE of a batch's few keys joins small sides, and adaptive
     execution ran each of its stages as a Spark job of its own (11 jobs for `orders`' MERGE in
-    a warm update); off, the MERGE took 0.75-0.79 of its time and the update 0.89-0.96 of its
+    a warm update); off, the MERGE took 0.75-0.90 of its time and the update 0.89-0.96 of its
     JVM CPU (BENCHMARKS.md, "A small update").
 
     MERGE takes no writer options, so the marker goes through the session's settings: `spark`
@@ -92,7 +75,7 @@ def merge(spark: SparkSession, merge: DeltaMergeBuilder, path: StoragePath | str
     """
     if replayed and already_committed(path, marker):
         return False
-    with _settings(spark, {USER_METADATA: marker.user_metadata(), MATERIALIZE_SOURCE: "none",
-                           ADAPTIVE: "false"}):
+    with set_for_block(spark, {USER_METADATA: marker.user_metadata(),
+                               MATERIALIZE_SOURCE: "none", ADAPTIVE: "false"}):
         merge.execute()
     return True
