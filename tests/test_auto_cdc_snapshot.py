@@ -16,7 +16,9 @@ from pathlib import Path
 from textwrap import dedent
 
 import pytest
+from pyspark.sql import Observation
 from pyspark.sql import functions as F
+from pyspark.sql.types import LongType
 
 from exactly_once import cli
 from exactly_once.errors import DeclarationError, FlowError, SnapshotError
@@ -172,15 +174,59 @@ def test_full_refresh_forgets_the_versions(docs_scd2):
 def test_docs_example_scd1(spark, settings, tmp_path):
     pipeline = SnapshotPipeline(spark, settings, tmp_path, "stored_as_scd_type=1")
     pipeline.add(1, DOCS_SNAPSHOT_1)
+    pipeline.run()
     pipeline.add(2, DOCS_SNAPSHOT_2)
     pipeline.add(3, [])
     pipeline.run()
     # The documented rule: new keys inserted, changed rows updated, missing keys deleted. After
-    # each snapshot's MERGE (the target's Delta versions 1, 2, 3) the table is that snapshot.
+    # each snapshot's write (the target's Delta versions 1, 2 and 3: the first update's append,
+    # the second's MERGEs) the table is that snapshot.
     assert pipeline.table(version=1) == DOCS_SNAPSHOT_1
     assert pipeline.table(version=2) == DOCS_SNAPSHOT_2
     assert pipeline.table() == []
-    assert pipeline.snapshot_counts() == [[("1", 3, 0, 0), ("2", 1, 2, 1), ("3", 0, 0, 3)]]
+    assert pipeline.snapshot_counts() == [[("1", 3, 0, 0)], [("2", 1, 2, 1), ("3", 0, 0, 3)]]
+
+
+# -- a new target: its snapshots applied in memory, written once ----------------------------------
+FOLDED = [  # (Key, TrackingColumn, NonTrackingColumn) per version: every kind of change
+    [(1, "a", "x"), (2, "b", "y"), (3, "c", "z")],
+    [(1, "a", "x2"), (2, "B", "y"), (4, "d", "w")],  # untracked, tracked, deleted 3, new 4
+    [(1, "A", "x2"), (3, "c", "z3"), (4, "d", "w")],  # tracked; 2 deleted; 3 back
+    [],  # every key deleted
+    [(2, "b", None), (4, None, "w")],  # back, with NULLs
+]
+
+
+@pytest.mark.parametrize("scd_type, tracked", [(1, []), (2, ["TrackingColumn"])])
+def test_snapshots_applied_in_memory_leave_the_rows_each_merge_leaves(spark, tmp_path, scd_type,
+                                                                     tracked):
+    """`applied_in_memory` against `merge_scd1` / `merge_scd2` on a Delta table, snapshot after
+    snapshot: the same rows after each."""
+    from exactly_once.local.auto_cdc.from_snapshot import apply, diff
+
+    schema = spark.createDataFrame([], SCHEMA).schema
+    target = apply.target_schema(schema, scd_type, snapshot_versions.spark_type(1))
+    path = str(tmp_path / "target")
+    rows = spark.createDataFrame([], target)
+    rows.write.format("delta").save(path)
+    data = ["TrackingColumn", "NonTrackingColumn"]
+    for version, snapshot_rows in enumerate(FOLDED, start=1):
+        snapshot = spark.createDataFrame(snapshot_rows, SCHEMA)
+        table = spark.read.format("delta").load(path)
+        changes = diff.snapshot_changes(snapshot, apply.current_rows(table, scd_type), ["Key"],
+                                        data if tracked is None else tracked,
+                                        Observation()).localCheckpoint()
+        if scd_type == 1:
+            merge = apply.merge_scd1(spark, path, changes, ["Key"], data)
+        else:
+            merge = apply.merge_scd2(spark, path, apply.scd2_operations(
+                changes, ["Key"], data, version, LongType()), ["Key"], data, version, LongType())
+        merge.execute()
+        rows = apply.applied_in_memory(rows, changes, scd_type, ["Key"], data, version,
+                                       LongType()).localCheckpoint()
+        merged = sorted((tuple(r) for r in spark.read.format("delta").load(path).collect()),
+                        key=repr)
+        assert sorted((tuple(r) for r in rows.collect()), key=repr) == merged, version
 
 
 # -- the table-or-view form: a snapshot per update at its processing time --------------------------
@@ -230,6 +276,7 @@ def test_a_crash_after_the_merge_neither_applies_the_snapshot_twice_nor_skips_it
     pipeline = SnapshotPipeline(spark, settings, tmp_path,
                                 SCD2_TRACKING)
     pipeline.add(1, DOCS_SNAPSHOT_1)
+    pipeline.run()
     pipeline.add(2, DOCS_SNAPSHOT_2)
     record = snapshot_versions.record
 
@@ -250,17 +297,20 @@ def test_a_crash_after_the_merge_neither_applies_the_snapshot_twice_nor_skips_it
     assert pipeline.calls() == [1, 2]  # asked for snapshot 2 again: not skipped
     assert pipeline.table() == DOCS_SCD2_TARGET
     # Not applied twice: it found nothing to change, and wrote nothing (the target's commits:
-    # its creation and one MERGE per snapshot).
+    # its creation, the first snapshot's append, the second's MERGE).
     assert pipeline.snapshot_counts()[-1] == [("2", 0, 0, 0)]
+    assert delta_log.commit_info(pipeline.warehouse / "target", 2)["operation"] == "MERGE"
     assert delta_log.latest_version(pipeline.warehouse / "target") == 2
     assert snapshot_versions.latest(state) == (1, 2)
 
 
-def test_the_first_snapshot_is_appended_and_a_crash_after_it_is_finished_by_the_next_run(
+def test_a_new_target_s_snapshots_are_one_append_and_a_crash_after_it_is_finished_by_the_next_run(
         spark, settings, tmp_path, monkeypatch):
-    """Into an empty target every key is new: the first snapshot is one append (a WRITE
-    commit, no MERGE to scan and join the target). Killed before its version is recorded, the
-    next run asks for it again, finds it applied, and goes on."""
+    """Into a new target every snapshot an update has is applied in memory, then written as one
+    append (a WRITE commit, no MERGE to scan and join the target). Killed before their versions
+    are recorded, the next run asks for them again, applies them in memory up to the append's
+    mark, writes nothing, records them with what they changed, and MERGEs a snapshot that came
+    since: the tables and the counts of a run that was not killed."""
     pipeline = SnapshotPipeline(spark, settings, tmp_path, SCD2_TRACKING)
     pipeline.add(1, DOCS_SNAPSHOT_1)
     pipeline.add(2, DOCS_SNAPSHOT_2)
@@ -276,16 +326,44 @@ def test_the_first_snapshot_is_appended_and_a_crash_after_it_is_finished_by_the_
         pipeline.run()
     target = pipeline.warehouse / "target"
     assert delta_log.commit_info(target, 1)["operation"] == "WRITE"
-    assert pipeline.table() == [(1, "a1", "b1", 1, None), (2, "a2", "b2", 1, None),
-                                (4, "a4", "b4", 1, None)]
+    assert delta_log.latest_version(target) == 1
+    assert pipeline.table() == DOCS_SCD2_TARGET
+    assert snapshot_versions.latest(Warehouse(pipeline.warehouse).auto_cdc_state_path(
+        "target")) is None
     monkeypatch.setattr(snapshot_versions, "record", record)
+    pipeline.add(3, [])  # a snapshot after the killed run's
     pipeline.calls()
     pipeline.run()
-    assert pipeline.calls() == [None, 1, 2]  # snapshot 1 asked for again: not skipped
-    assert pipeline.table() == DOCS_SCD2_TARGET
-    assert pipeline.snapshot_counts()[-1] == [("1", 0, 0, 0), ("2", 1, 2, 1)]
-    assert delta_log.commit_info(target, 2)["operation"] == "MERGE"
+    assert pipeline.calls() == [None, 1, 2, 3]  # snapshots 1 and 2 asked for again
+    assert pipeline.snapshot_counts()[-1] == [("1", 3, 0, 0), ("2", 1, 2, 1), ("3", 0, 0, 3)]
+    assert pipeline.table() == [(1, "a1", "b1", 1, 2), (2, "a2", "b2", 1, 2),
+                                (2, "a2_new", "b2", 2, 3), (3, "a3", "b3", 2, 3),
+                                (4, "a4", "b4_new", 1, 3)]
+    assert delta_log.commit_info(target, 2)["operation"] == "MERGE"  # snapshot 3 alone
     assert delta_log.latest_version(target) == 2
+
+
+def test_a_target_with_a_change_data_feed_commits_each_snapshot(spark, settings, tmp_path):
+    """Readers of a change data feed see each commit's changes: a new target that keeps one
+    takes its snapshots one commit each, as on Databricks (an append, then a MERGE)."""
+    source = SNAPSHOT_FILES.format(snapshots=str(tmp_path / "snapshots"), schema=SCHEMA,
+                                   options=SCD2_TRACKING).replace(
+        'dp.create_streaming_table("target")',
+        'dp.create_streaming_table("target", '
+        'table_properties={"delta.enableChangeDataFeed": "true"})')
+    pipeline = SnapshotPipeline(spark, settings, tmp_path, "", source=source)
+    pipeline.add(1, DOCS_SNAPSHOT_1)
+    pipeline.add(2, DOCS_SNAPSHOT_2)
+    pipeline.run()
+    target = pipeline.warehouse / "target"
+    assert [delta_log.commit_info(target, v)["operation"] for v in (1, 2)] == ["WRITE", "MERGE"]
+    assert pipeline.table() == DOCS_SCD2_TARGET
+    changes = spark.read.format("delta").option("readChangeFeed", "true") \
+        .option("startingVersion", 2).load(str(target))
+    assert sorted((r.Key, r._change_type) for r in changes.collect()) == [
+        (1, "update_postimage"), (1, "update_preimage"), (2, "insert"), (2, "update_postimage"),
+        (2, "update_preimage"), (3, "insert"), (4, "update_postimage"), (4, "update_preimage")]
+    assert pipeline.snapshot_counts() == [[("1", 3, 0, 0), ("2", 1, 2, 1)]]
 
 
 # -- a source that breaks the contract: one line naming the flow ----------------------------------

@@ -4,6 +4,9 @@ an empty target, where every change is an insert, one append (`inserted_rows`).
 SCD1: the target holds the snapshot's rows; inserted keys are inserted, updated keys take the
 snapshot's columns, deleted keys are deleted.
 
+Into a new target, several snapshots are applied in memory (`applied_in_memory`: the rows the
+MERGEs would leave) and written as one append.
+
 SCD2: the target holds the snapshot's columns plus `__START_AT` / `__END_AT`, typed like the
 version. A new key opens a version at the snapshot's version; a change of a tracked column closes
 the current version (`__END_AT` = the snapshot's version) and opens a new one; a change of
@@ -114,6 +117,34 @@ def merge_scd2(spark: SparkSession, target_path: str, operations: DataFrame,
         merge = merge.whenMatchedUpdate(condition=f"s.{OP} = 'update'",
                                         set={f"`{c}`": f"s.`{c}`" for c in data})
     return merge.whenNotMatchedInsert(condition=f"s.{OP} = 'open'", values=inserted)
+
+
+def applied_in_memory(rows: DataFrame, changes: DataFrame, scd_type: int, keys: Sequence[str],
+                      data: Sequence[str], version: Any, version_type: DataType) -> DataFrame:
+    """The target's `rows` after `changes`, as `merge_scd1` / `merge_scd2` would leave them,
+    computed without a table: how a new target takes several snapshots in one write."""
+    key_cols = [F.col(f"`{k}`") for k in keys]
+    if scd_type == 1:
+        kept = rows.join(changes.where(F.col(CHANGE) != INSERT).select(*key_cols), list(keys),
+                         "left_anti")
+        new = changes.where(F.col(CHANGE) != DELETE).select(*key_cols,
+                                                             *[F.col(f"`{c}`") for c in data])
+        return kept.unionByName(new).select(*[F.col(f"`{c}`") for c in rows.columns])
+    operations = scd2_operations(changes, keys, data, version, version_type)
+    incoming = {c: f"__new_{c}" for c in data}
+    edits = operations.where(F.col(OP) != "open").select(
+        *key_cols, START_AT, OP, *[F.col(f"`{c}`").alias(incoming[c]) for c in data])
+    edited = rows.join(edits, [*keys, START_AT], "left")
+    updated = F.col(OP) == "update"
+    values = {c: F.when(updated, F.col(f"`{incoming[c]}`")).otherwise(F.col(f"`{c}`"))
+              for c in data}
+    values[END_AT] = F.when(F.col(OP) == "close", F.lit(version).cast(version_type)) \
+        .otherwise(F.col(END_AT))
+    kept = edited.select(*[values.get(c, F.col(f"`{c}`")).alias(c) for c in rows.columns])
+    opened = operations.where(F.col(OP) == "open").select(
+        *key_cols, *[F.col(f"`{c}`") for c in data], START_AT,
+        F.lit(None).cast(version_type).alias(END_AT))
+    return kept.unionByName(opened).select(*[F.col(f"`{c}`") for c in rows.columns])
 
 
 def _match(columns: Sequence[str]) -> str:

@@ -13,6 +13,15 @@ recorded, and the MERGE is computed against the target's current rows: a crash b
 leaves a target that already reflects the snapshot, so the next update, asked for the same
 snapshot again, finds nothing to change and records it. Nothing is applied twice or skipped.
 
+A target with no snapshot recorded yet (new, or after a full refresh) takes every snapshot the
+update has in one write instead (`first_snapshots`): they are applied one after the other to
+rows kept in memory (`apply.applied_in_memory`, the rows each MERGE would leave), appended as
+one commit marked with the last one's ordinal, then recorded. A first update over many exports
+(a backfill, the sample's two) is one append, not an append and a MERGE per export; its
+versions, counts and rows are those of snapshot-by-snapshot MERGEs (tests/
+test_auto_cdc_snapshot.py). A crash between the append and the records is finished by the next
+update from the append's mark (`first_snapshots`).
+
 The table-or-view form is one snapshot per update (`one_snapshot`), versioned by the update's
 processing time: Databricks' rule, a documented wall-clock policy (docs/auto_cdc.md).
 """
@@ -25,10 +34,13 @@ from datetime import datetime, timezone
 from typing import Any
 
 from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from exactly_once.errors import SnapshotError
 from exactly_once.local.auto_cdc.from_snapshot import versions
 from exactly_once.local.auto_cdc.from_snapshot.apply import (
+    applied_in_memory,
     current_rows,
     inserted_rows,
     merge_scd1,
@@ -154,6 +166,62 @@ def _check_counts(spec: SnapshotCdcSpec, version: Any, counts: SnapshotCounts) -
             "keys must be unique within a snapshot")
 
 
+def _target(spark: SparkSession, spec: SnapshotCdcSpec, warehouse: Warehouse,
+            snapshot: DataFrame, version: Any, ordinal: int, step: Step) -> tuple[str, DataFrame]:
+    """The target's path and rows (created from `snapshot` if new), after checking that
+    `snapshot` fits it."""
+    check_columns(spec, snapshot.columns)
+    if not warehouse.has_table(spec.target):
+        with step("create table", ordinal):
+            warehouse.create_table(spark, spec.target, target_schema(
+                snapshot.schema, spec.stored_as_scd_type, versions.spark_type(version)),
+                properties=dict(spec.target_properties))
+    path = str(warehouse.table_path(spec.target).resolve())
+    # As the Parquet files its log names: a target without files (a new one) is an empty local
+    # relation, compared with no scan (storage/snapshot_files.py).
+    target = read_latest(spark, path)
+    _check_fits(spec, snapshot, version, target.schema)
+    return path, target
+
+
+def _check_fits(spec: SnapshotCdcSpec, snapshot: DataFrame, version: Any,
+                target: StructType) -> None:
+    """`snapshot` and `version` fit the target's columns (`target`), or a SnapshotError."""
+    check_columns(spec, snapshot.columns)
+    version_type = versions.spark_type(version)
+    mismatch = schema_mismatch(snapshot.schema, snapshot_part(target))
+    if spec.stored_as_scd_type == 2 and target[START_AT].dataType != version_type:
+        mismatch = (f"versions of type {version_type.simpleString()}, not "
+                    f"{target[START_AT].dataType.simpleString()}")
+    if mismatch:
+        raise SnapshotError(f"{_where(spec)}: the snapshot at version {shown(version)} does not "
+                            f"fit `{spec.target}`: {mismatch}; a full refresh of "
+                            f"`{spec.target}` rebuilds it from the snapshots")
+
+
+def _changes(spec: SnapshotCdcSpec, snapshot: DataFrame, rows: DataFrame, version: Any,
+             ordinal: int, step: Step) -> tuple[DataFrame, AppliedSnapshot]:
+    """`snapshot`'s changes against the target's `rows`, computed and checked; its counts."""
+    observation = Observation()
+    with step("changes", ordinal):
+        # One job: the changes, kept in memory (the MERGE then reads them, not the target they
+        # were compared with), with the snapshot's checks and counts observed on the way.
+        changes = snapshot_changes(snapshot, current_rows(rows, spec.stored_as_scd_type),
+                                   spec.keys, tracked_columns(
+                                       spec, data_columns(snapshot.schema, spec.keys)),
+                                   observation)
+        changes = computed_once(changes)
+    counts = observed_counts(observation)
+    _check_counts(spec, version, counts)
+    return changes, AppliedSnapshot(ordinal, version, counts.rows, counts.inserted,
+                                    counts.updated, counts.deleted)
+
+
+def _marker(spec: SnapshotCdcSpec, ordinal: int) -> Marker:
+    """The commit mark of the target write that applied snapshots up to `ordinal`."""
+    return Marker(f"snapshot:{spec.name}", ordinal)
+
+
 def apply_snapshot(spark: SparkSession, spec: SnapshotCdcSpec, warehouse: Warehouse,
                    snapshot: DataFrame, version: Any, ordinal: int,
                    step: Step = _no_step, writer: SparkSession | None = None) -> AppliedSnapshot:
@@ -164,40 +232,13 @@ def apply_snapshot(spark: SparkSession, spec: SnapshotCdcSpec, warehouse: Wareho
     (`snapshot:<flow>`, the snapshot's ordinal) is a setting of that session, so it must not be
     the session other flows commit through at the same time.
     """
-    check_columns(spec, snapshot.columns)
-    version_type = versions.spark_type(version)
-    if not warehouse.has_table(spec.target):
-        with step("create table", ordinal):
-            warehouse.create_table(spark, spec.target, target_schema(
-                snapshot.schema, spec.stored_as_scd_type, version_type),
-                properties=dict(spec.target_properties))
-    path = str(warehouse.table_path(spec.target).resolve())
-    # As the Parquet files its log names: a target without files (a new one) is an empty local
-    # relation, compared with no scan (storage/snapshot_files.py).
-    target = read_latest(spark, path)
-    mismatch = schema_mismatch(snapshot.schema, snapshot_part(target.schema))
-    if spec.stored_as_scd_type == 2 and target.schema[START_AT].dataType != version_type:
-        mismatch = (f"versions of type {version_type.simpleString()}, not "
-                    f"{target.schema[START_AT].dataType.simpleString()}")
-    if mismatch:
-        raise SnapshotError(f"{_where(spec)}: the snapshot at version {shown(version)} does not "
-                            f"fit `{spec.target}`: {mismatch}; a full refresh of "
-                            f"`{spec.target}` rebuilds it from the snapshots")
+    path, target = _target(spark, spec, warehouse, snapshot, version, ordinal, step)
+    changes, applied = _changes(spec, snapshot, target, version, ordinal, step)
     data = data_columns(snapshot.schema, spec.keys)
-    observation = Observation()
-    with step("changes", ordinal):
-        # One job: the changes, kept in memory (the MERGE then reads them, not the target they
-        # were compared with), with the snapshot's checks and counts observed on the way.
-        changes = snapshot_changes(snapshot, current_rows(target, spec.stored_as_scd_type),
-                                   spec.keys, tracked_columns(spec, data), observation)
-        changes = computed_once(changes)
-    counts = observed_counts(observation)
-    _check_counts(spec, version, counts)
-    applied = AppliedSnapshot(ordinal, version, counts.rows, counts.inserted, counts.updated,
-                              counts.deleted)
-    marker = Marker(f"snapshot:{spec.name}", ordinal)
-    # An empty target (its log says no rows: a new table, or every key deleted in SCD1): every
-    # change is an insert.
+    version_type = versions.spark_type(version)
+    marker = _marker(spec, ordinal)
+    # An empty target (its log says no rows: every key deleted in SCD1, say): every change is
+    # an insert.
     if applied.changed and delta_log.row_count(path) == 0:
         with step("target append", ordinal):
             # The inserts as one append: a MERGE would scan and join a target with no rows.
@@ -220,6 +261,94 @@ def apply_snapshot(spark: SparkSession, spec: SnapshotCdcSpec, warehouse: Wareho
     return applied
 
 
+def _keeps_change_feed(spark: SparkSession, spec: SnapshotCdcSpec, warehouse: Warehouse,
+                       path: str) -> bool:
+    """Whether the target keeps Delta's change data feed (its property, else the declared one,
+    else the session's default for new tables)."""
+    key = "delta.enableChangeDataFeed"
+    if warehouse.has_table(spec.target):
+        value = delta_log.table_property(path, key)
+    else:
+        value = spec.target_properties.get(key) or spark.conf.get(
+            f"spark.databricks.delta.properties.defaults.{key.removeprefix('delta.')}", None)
+    return str(value).strip().lower() == "true"
+
+
+def first_snapshots(spark: SparkSession, spec: SnapshotCdcSpec, next_snapshot: NextSnapshot,
+                     warehouse: Warehouse, log: str, on_applied: Callable[[AppliedSnapshot], None],
+                     step: Step) -> tuple[list[AppliedSnapshot], bool]:
+    """A target with no snapshot recorded (new, or emptied by a full refresh): the snapshots
+    `next_snapshot` has, applied one after the other to rows kept in memory, then written as
+    one append, then recorded; the snapshots applied, and whether the source has no more.
+
+    A crash after the append and before the records leaves a target whose last commit is
+    marked with the last snapshot's ordinal: the next update applies the same snapshots in
+    memory again up to that ordinal, writes nothing, records them, and goes on from there (a
+    snapshot after them is then MERGEd). A snapshot that fails (its checks, or the function)
+    first writes and records the ones before it, as snapshot-by-snapshot MERGEs would have.
+
+    Not for a target that keeps a change data feed (`delta.enableChangeDataFeed`): its readers
+    see each commit's changes, so each snapshot is its own commit there, as on Databricks
+    (([], False): none applied, the source not asked)."""
+    path = str(warehouse.table_path(spec.target).resolve())
+    if _keeps_change_feed(spark, spec, warehouse, path):
+        return [], False
+    written = (delta_log.committed_batch(path, _marker(spec, 0).writer)
+               if warehouse.has_table(spec.target) else None)
+    applied: list[AppliedSnapshot] = []
+    rows: DataFrame | None = None
+    latest: Any = None
+
+    def write_and_record() -> None:
+        if rows is not None and applied and written is None \
+                and any(a.changed for a in applied):
+            with step("target append", applied[-1].ordinal):
+                idempotent.append(rows, path, _marker(spec, applied[-1].ordinal),
+                                  replayed=False)
+        for done in applied:
+            with step("record version", done.ordinal):
+                versions.record(log, done)
+            on_applied(done)
+
+    try:
+        while written is None or len(applied) <= written:
+            ordinal = len(applied)
+            with step("next snapshot", ordinal):
+                result = next_snapshot(latest)
+            if result is None:
+                if not applied:
+                    raise SnapshotError(f"{_where(spec)}: {asked(spec, None)} returned None: "
+                                        "there is no first snapshot to apply; the flow needs one")
+                if written is not None:
+                    raise SnapshotError(
+                        f"{_where(spec)}: `{spec.target}` holds {written + 1} snapshots, and "
+                        f"{asked(spec, latest)} returned None after {len(applied)}; a full "
+                        f"refresh of `{spec.target}` rebuilds it from the snapshots there are")
+                break
+            snapshot, version = check_shape(spec, latest, result)
+            versions.check_next(spec.name, asked(spec, latest), version, latest)
+            if rows is None:  # the target's columns, from the first snapshot if it is new
+                rows = _target(spark, spec, warehouse, snapshot, version, ordinal, step)[1] \
+                    .where(F.lit(False))
+            else:
+                _check_fits(spec, snapshot, version, rows.schema)
+            before = rows
+            changes, done = _changes(spec, snapshot, before, version, ordinal, step)
+            if done.changed:
+                with step("apply in memory", ordinal):
+                    rows = computed_once(applied_in_memory(
+                        before, changes, spec.stored_as_scd_type, spec.keys,
+                        data_columns(snapshot.schema, spec.keys), version,
+                        versions.spark_type(version)))
+            applied.append(done)
+            latest = version
+    except Exception:
+        write_and_record()
+        raise
+    write_and_record()
+    return applied, written is None
+
+
 def run_snapshots(spark: SparkSession, spec: SnapshotCdcSpec, next_snapshot: NextSnapshot,
                   warehouse: Warehouse, on_applied: Callable[[AppliedSnapshot], None] = _ignore,
                   step: Step = _no_step) -> list[AppliedSnapshot]:
@@ -229,6 +358,13 @@ def run_snapshots(spark: SparkSession, spec: SnapshotCdcSpec, next_snapshot: Nex
     last = versions.latest(log)
     ordinal, latest = (last[0] + 1, last[1]) if last else (0, None)
     applied: list[AppliedSnapshot] = []
+    if last is None:
+        applied, finished = first_snapshots(spark, spec, next_snapshot, warehouse, log,
+                                            on_applied, step)
+        if finished:
+            return applied
+        if applied:
+            ordinal, latest = applied[-1].ordinal + 1, applied[-1].version
     writer = spark.newSession()  # for the MERGEs' commit settings: other flows share `spark`
     while True:
         with step("next snapshot", ordinal):
