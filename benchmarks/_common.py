@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -61,6 +63,27 @@ def timed_update(spark: Any, settings: Any, warehouse: Path) -> tuple[float, flo
     measured = time.monotonic() - began, jvm_cpu(pid) - cpu
     shutil.rmtree(warehouse)
     return measured
+
+
+def ab_pairs(update: Callable[[str], tuple[float, float]], pairs: int) -> None:
+    """Side A against side B in one session: `update(side)` -> (wall s, driver JVM CPU s), once
+    each way as a warm-up (ABBA, not measured), then `pairs` pairs alternated (AB, BA, ...), so
+    both sides see the same machine. Prints each update, then the means, A / B and the medians'
+    ratio."""
+    for side in "ABBA":
+        update(side)
+    rows: dict[str, list[tuple[float, float]]] = {"A": [], "B": []}
+    for i in range(pairs):
+        for side in ("AB" if i % 2 == 0 else "BA"):
+            rows[side].append(update(side))
+            wall, cpu = rows[side][-1]
+            print(f"{side} wall {wall:6.2f} s, JVM CPU {cpu:6.2f} s", flush=True)
+    for k, measure in enumerate(("wall", "JVM CPU")):
+        a, b = ([r[k] for r in rows[side]] for side in "AB")
+        print(f"{measure}: A {statistics.mean(a):.2f} s, B {statistics.mean(b):.2f} s, "
+              f"A / B {statistics.mean(a) / statistics.mean(b):.3f} "
+              f"(medians {statistics.median(a) / statistics.median(b):.3f})")
+    print(f"load at the end {os.getloadavg()[0]:.1f}")
 
 
 def commit() -> str:

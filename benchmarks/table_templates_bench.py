@@ -15,12 +15,11 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import statistics
 import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from _common import Feed, commit, timed_update
+from _common import Feed, ab_pairs, commit, timed_update
 
 
 def main() -> None:
@@ -49,20 +48,7 @@ def main() -> None:
 
     print(f"commit {commit()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}, "
           f"{args.events} events")
-    for side in "ABBA":  # the session's first updates, and each side's first template: not measured
-        update(side)
-    rows: dict[str, list[tuple[float, float]]] = {"A": [], "B": []}
-    for i in range(args.pairs):
-        for side in ("AB" if i % 2 == 0 else "BA"):
-            rows[side].append(update(side))
-            wall, cpu = rows[side][-1]
-            print(f"{side} wall {wall:6.2f} s, JVM CPU {cpu:6.2f} s", flush=True)
-    for k, measure in enumerate(("wall", "JVM CPU")):
-        a, b = ([r[k] for r in rows[side]] for side in "AB")
-        print(f"{measure}: A {statistics.mean(a):.2f} s, B {statistics.mean(b):.2f} s, "
-              f"A / B {statistics.mean(a) / statistics.mean(b):.3f} "
-              f"(medians {statistics.median(a) / statistics.median(b):.3f})")
-    print(f"load at the end {os.getloadavg()[0]:.1f}")
+    ab_pairs(update, args.pairs)
     shutil.rmtree(work, ignore_errors=True)
 
 

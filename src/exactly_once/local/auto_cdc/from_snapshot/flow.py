@@ -297,6 +297,7 @@ def first_snapshots(spark: SparkSession, spec: SnapshotCdcSpec, next_snapshot: N
                if warehouse.has_table(spec.target) else None)
     applied: list[AppliedSnapshot] = []
     rows: DataFrame | None = None
+    changed = False  # whether the last snapshot changed `rows`
     latest: Any = None
 
     def write_and_record() -> None:
@@ -332,14 +333,17 @@ def first_snapshots(spark: SparkSession, spec: SnapshotCdcSpec, next_snapshot: N
                     .where(F.lit(False))
             else:
                 _check_fits(spec, snapshot, version, rows.schema)
-            before = rows
-            changes, done = _changes(spec, snapshot, before, version, ordinal, step)
-            if done.changed:
-                with step("apply in memory", ordinal):
-                    rows = computed_once(applied_in_memory(
-                        before, changes, spec.stored_as_scd_type, spec.keys,
-                        data_columns(snapshot.schema, spec.keys), version,
-                        versions.spark_type(version)))
+                if changed:  # the rows the last snapshot left, computed once for this one
+                    with step("apply in memory", ordinal - 1):
+                        rows = computed_once(rows)
+            changes, done = _changes(spec, snapshot, rows, version, ordinal, step)
+            # The rows after it, as a plan: computed when a next snapshot compares with them,
+            # else by the append.
+            changed = done.changed > 0
+            if changed:
+                rows = applied_in_memory(rows, changes, spec.stored_as_scd_type, spec.keys,
+                                         data_columns(snapshot.schema, spec.keys), version,
+                                         versions.spark_type(version))
             applied.append(done)
             latest = version
     except Exception:
