@@ -78,8 +78,14 @@ def test_a_view_whose_inputs_did_not_change_is_skipped(spark, settings, tmp_path
         return sorted(map(tuple, spark.read.format("delta").load(str(warehouse / "totals"))
                           .collect()))
 
+    def mode(table: str) -> str:
+        info = delta_log.commit_info(warehouse / table, version(table))
+        return f"{info['operation']} {info['operationParameters']['mode']}"
+
     assert set(update().values()) == {"COMPLETED"}
     first = {t: version(t) for t in ("totals", "always", "stamped", "with_udf", "with_outside")}
+    # Into its new, empty table a view's rows are appended: nothing to replace.
+    assert mode("totals") == "WRITE Append"
     # Nothing new in the source: `totals` reads only `events`, which did not change.
     assert update() == {"events": "COMPLETED", "totals": "SKIPPED", "always": "COMPLETED",
                         "stamped": "COMPLETED", "with_udf": "COMPLETED",
@@ -101,6 +107,7 @@ def test_a_view_whose_inputs_did_not_change_is_skipped(spark, settings, tmp_path
         .save(str(source))
     assert update(aggregate="max")["totals"] == "COMPLETED"
     assert totals() == [("a", 5), ("b", 2)]
+    assert mode("totals") == "WRITE Overwrite"
 
 
 def test_a_view_over_a_table_rebuilt_by_a_full_refresh_is_recomputed(spark, settings, tmp_path):

@@ -177,7 +177,12 @@ def run_materialized_view(spark: SparkSession, flow_name: str, target: str, df: 
     with timeline.span(flow_name, "flow"), timeline.span(flow_name, "delta overwrite", 0, target), \
             jobs_described(spark, flow_name):
         try:
-            writer = df.write.format("delta").mode("overwrite").options(**how.options)
+            # Into a table whose log says it holds no rows (new, or emptied), replacing is
+            # adding: an append, where an overwrite rebuilds the table's state first to find
+            # the files it removes (BENCHMARKS.md, "The first update").
+            mode = "append" if not how.options and how.partition_by is None \
+                and delta_log.row_count(path) == 0 else "overwrite"
+            writer = df.write.format("delta").mode(mode).options(**how.options)
             if stamp is not None:
                 writer = writer.option("userMetadata", stamp)
             if how.partition_by is not None:
