@@ -65,6 +65,16 @@ def timed_update(spark: Any, settings: Any, warehouse: Path) -> tuple[float, flo
     return measured
 
 
+def feed_settings(work: Path, events: int) -> Any:
+    """The project's local settings with a file source of `events` generated events
+    (`Feed.for_history` under `work`): what a new warehouse's update in a benchmark reads."""
+    from exactly_once.settings.pipeline import load_settings
+
+    feed = Feed.for_history(work / "feed", events)
+    feed.append(events, seed=1)
+    return replace(load_settings("local"), source=feed.source)
+
+
 def ab_pairs(update: Callable[[str], tuple[float, float]], pairs: int) -> None:
     """Side A against side B in one session: `update(side)` -> (wall s, driver JVM CPU s), once
     each way as a warm-up (ABBA, not measured), then `pairs` pairs alternated (AB, BA, ...), so

@@ -19,11 +19,10 @@ import argparse
 import os
 import shutil
 import tempfile
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from _common import Feed, ab_pairs, commit, suite_session, timed_update
+from _common import ab_pairs, commit, feed_settings, suite_session, timed_update
 
 
 def main() -> None:
@@ -33,7 +32,6 @@ def main() -> None:
     args = parser.parse_args()
 
     from exactly_once.local.auto_cdc.from_snapshot import flow
-    from exactly_once.settings.pipeline import load_settings
 
     folded = flow.first_snapshots
 
@@ -42,9 +40,7 @@ def main() -> None:
 
     work = Path(tempfile.mkdtemp(prefix="snapshot-fold-bench-"))
     spark = suite_session(work)
-    feed = Feed.for_history(work / "feed", args.events)
-    feed.append(args.events, seed=1)
-    settings = replace(load_settings("local"), source=feed.source)
+    settings = feed_settings(work, args.events)
     updates = 0
 
     def update(side: str) -> tuple[float, float]:

@@ -16,10 +16,9 @@ import argparse
 import os
 import shutil
 import tempfile
-from dataclasses import replace
 from pathlib import Path
 
-from _common import Feed, ab_pairs, commit, timed_update
+from _common import ab_pairs, commit, feed_settings, timed_update
 
 
 def main() -> None:
@@ -30,14 +29,11 @@ def main() -> None:
 
     from exactly_once.local.engine.session import build_session
     from exactly_once.local.storage import table_templates
-    from exactly_once.settings.pipeline import load_settings
 
     replay = table_templates.replay
     work = Path(tempfile.mkdtemp(prefix="table-templates-bench-"))
     spark = build_session(work / "spark")
-    feed = Feed.for_history(work / "feed", args.events)
-    feed.append(args.events, seed=1)
-    settings = replace(load_settings("local"), source=feed.source)
+    settings = feed_settings(work, args.events)
     updates = 0
 
     def update(side: str) -> tuple[float, float]:
