@@ -342,6 +342,31 @@ def test_a_new_target_s_snapshots_are_one_append_and_a_crash_after_it_is_finishe
     assert delta_log.latest_version(target) == 2
 
 
+def test_a_source_that_lost_snapshots_the_new_target_holds_is_one_line(spark, settings, tmp_path,
+                                                                       monkeypatch):
+    """Killed after a new target's append, then its second snapshot's file is gone: the next run
+    cannot apply the snapshots the target already holds, and says so, writing nothing."""
+    pipeline = SnapshotPipeline(spark, settings, tmp_path, SCD2_TRACKING)
+    pipeline.add(1, DOCS_SNAPSHOT_1)
+    pipeline.add(2, DOCS_SNAPSHOT_2)
+    record = snapshot_versions.record
+
+    def killed(state, applied):
+        raise RuntimeError("killed")
+
+    monkeypatch.setattr(snapshot_versions, "record", killed)
+    with pytest.raises(FlowError, match="killed"):
+        pipeline.run()
+    monkeypatch.setattr(snapshot_versions, "record", record)
+    (pipeline.snapshots / "2.json").unlink()
+    with pytest.raises(FlowError, match=(
+            r"`target` holds 2 snapshots, and next_snapshot_and_version\(1\) returned None "
+            r"after 1; a full refresh of `target` rebuilds it from the snapshots there are")):
+        pipeline.run()
+    assert pipeline.table() == DOCS_SCD2_TARGET
+    assert delta_log.latest_version(pipeline.warehouse / "target") == 1
+
+
 def test_a_target_with_a_change_data_feed_commits_each_snapshot(spark, settings, tmp_path):
     """Readers of a change data feed see each commit's changes: a new target that keeps one
     takes its snapshots one commit each, as on Databricks (an append, then a MERGE)."""
