@@ -169,8 +169,7 @@ def _check_counts(spec: SnapshotCdcSpec, version: Any, counts: SnapshotCounts) -
 def _target(spark: SparkSession, spec: SnapshotCdcSpec, warehouse: Warehouse,
             snapshot: DataFrame, version: Any, ordinal: int, step: Step) -> tuple[str, DataFrame]:
     """The target's path and rows (created from `snapshot` if new), after checking that
-    `snapshot` fits it."""
-    check_columns(spec, snapshot.columns)
+    `snapshot` fits it. The caller checks `snapshot`'s columns first (`check_columns`)."""
     if not warehouse.has_table(spec.target):
         with step("create table", ordinal):
             warehouse.create_table(spark, spec.target, target_schema(
@@ -187,7 +186,6 @@ def _target(spark: SparkSession, spec: SnapshotCdcSpec, warehouse: Warehouse,
 def _check_fits(spec: SnapshotCdcSpec, snapshot: DataFrame, version: Any,
                 target: StructType) -> None:
     """`snapshot` and `version` fit the target's columns (`target`), or a SnapshotError."""
-    check_columns(spec, snapshot.columns)
     version_type = versions.spark_type(version)
     mismatch = schema_mismatch(snapshot.schema, snapshot_part(target))
     if spec.stored_as_scd_type == 2 and target[START_AT].dataType != version_type:
@@ -232,6 +230,7 @@ def apply_snapshot(spark: SparkSession, spec: SnapshotCdcSpec, warehouse: Wareho
     (`snapshot:<flow>`, the snapshot's ordinal) is a setting of that session, so it must not be
     the session other flows commit through at the same time.
     """
+    check_columns(spec, snapshot.columns)
     path, target = _target(spark, spec, warehouse, snapshot, version, ordinal, step)
     changes, applied = _changes(spec, snapshot, target, version, ordinal, step)
     data = data_columns(snapshot.schema, spec.keys)
@@ -328,6 +327,7 @@ def first_snapshots(spark: SparkSession, spec: SnapshotCdcSpec, next_snapshot: N
                 break
             snapshot, version = check_shape(spec, latest, result)
             versions.check_next(spec.name, asked(spec, latest), version, latest)
+            check_columns(spec, snapshot.columns)
             if rows is None:  # the target's columns, from the first snapshot if it is new
                 rows = _target(spark, spec, warehouse, snapshot, version, ordinal, step)[1] \
                     .where(F.lit(False))
