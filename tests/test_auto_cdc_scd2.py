@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from auto_cdc_crash import crash_after_target_commit
 from pyspark.sql import functions as F
@@ -244,6 +246,24 @@ def test_a_pipeline_runs_scd1_and_scd2_flows_over_two_updates(spark, tmp_path):
     assert table(state).where("__is_delete").count() == 2  # tombstones of `a` and `b` kept
     rejected = table(str(warehouse.auto_cdc_rejected_path("current"))).collect()
     assert [(r.flow, r.reason) for r in rejected] == [("current", "null key (id)")]
+    # The runtime's own tables keep the statistics it reads: the SCD1 state those of its
+    # tombstones' times (their GC), the journal none, the event log those a reader filters on.
+    assert statistics_of(state) == {"__deleted_at": None}
+    assert statistics_of(str(warehouse.auto_cdc_state_path("history"))) == {}
+    assert statistics_of(str(warehouse.event_log_path())) == {
+        "timestamp": None, "event_type": None, "origin": {"update_id": None}}
+    assert len(statistics_of(str(warehouse.table_path("history")))) > 3  # Delta's default
+
+
+def statistics_of(path: str) -> dict:
+    """The columns of which Delta wrote statistics in every live file of the table at `path`
+    (its files' `nullCount`, which names each such column), as nested dictionaries."""
+    def shape(counts: dict) -> dict:
+        return {k: shape(v) if isinstance(v, dict) else None for k, v in counts.items()}
+    found = {json.dumps(shape(stats.get("nullCount", {})), sort_keys=True)
+             for stats in delta_log.live_file_stats(path) or []}
+    assert len(found) == 1, found
+    return json.loads(found.pop())
 
 
 def test_an_scd1_table_that_expires_tombstones_beside_scd2_loads_with_a_warning(spark,

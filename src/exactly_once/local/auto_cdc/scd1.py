@@ -72,6 +72,7 @@ from exactly_once.local.storage.warehouse import (
     AutoCdcTables,
     as_written,
     create_empty_table,
+    statistics_of,
     table_columns,
 )
 from exactly_once.table_properties import TOMBSTONE_GC_NEVER_SECONDS
@@ -104,7 +105,10 @@ def ensure_state_table(spark: SparkSession, spec: AutoCdcSpec, source: DataFrame
     (`warehouse.table_columns`), so a table that has them costs no query plan and no Delta
     snapshot."""
     if not is_delta_table(state_path):
-        create_empty_table(spark, state_path, as_written(state_schema(spec, source)))
+        # The tombstones' GC reads the statistics of `__deleted_at` alone
+        # (`tombstones_may_have_expired`).
+        create_empty_table(spark, state_path, as_written(state_schema(spec, source)),
+                           statistics_of([DELETED_AT]))
         return
     if evolve:
         schema_evolution.evolve(spark, state_path, as_written(state_schema(spec, source)))

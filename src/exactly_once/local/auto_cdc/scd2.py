@@ -61,6 +61,7 @@ from exactly_once.local.storage.warehouse import (
     AutoCdcTables,
     as_written,
     create_empty_table,
+    statistics_of,
     table_columns,
 )
 
@@ -102,7 +103,9 @@ def ensure_state_table(spark: SparkSession, spec: AutoCdcSpec, source: DataFrame
     events journalled before hold NULL in a new column, as they would have had they carried
     the field."""
     if not is_delta_table(state_path):
-        create_empty_table(spark, state_path, as_written(journal_schema(spec, source)))
+        # Read whole or by a join on the keys, which skips no file: no column's statistics.
+        create_empty_table(spark, state_path, as_written(journal_schema(spec, source)),
+                           statistics_of([]))
         return
     if evolve:
         schema_evolution.evolve(spark, state_path, as_written(journal_schema(spec, source)),

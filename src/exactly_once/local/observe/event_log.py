@@ -54,7 +54,7 @@ from exactly_once.local.observe.timeline import Span, Timeline
 from exactly_once.local.storage import delta_log
 from exactly_once.local.storage.files import StoragePath
 from exactly_once.local.storage.snapshot_files import read_latest
-from exactly_once.local.storage.warehouse import Warehouse
+from exactly_once.local.storage.warehouse import Warehouse, statistics_of
 
 PIPELINE_NAME = "exactly_once"
 
@@ -85,6 +85,9 @@ DDL = """
         hook_progress: STRUCT<name: STRING, status: STRING, events_processed: BIGINT,
                               failures: BIGINT>>
 """
+# What a reader of the event log filters on, the columns Delta keeps file statistics of
+# (`warehouse.statistics_of`).
+STATISTICS_COLUMNS = ("timestamp", "event_type", "origin.update_id")
 # Sequence numbers: the event log's next Delta version times this, plus the row's place in the
 # update's append: increasing across updates without reading the table (one update at a time).
 SEQUENCE_STRIDE = 100_000
@@ -187,8 +190,10 @@ def append_hook_progress(spark: SparkSession, warehouse: Warehouse, runs: list[H
 def _appended(spark: SparkSession, path: StoragePath, rows: list[tuple]) -> list[dict[str, Any]]:
     events = _events(rows)
     # mergeSchema: an event log from before the timeline (or the hooks) gains its column.
+    # The statistics' properties take effect where the append creates the table.
     _frame(spark, events).write.format("delta").mode("append") \
-        .option("mergeSchema", "true").save(str(path))
+        .options(**statistics_of(STATISTICS_COLUMNS)).option("mergeSchema", "true") \
+        .save(str(path))
     return events
 
 

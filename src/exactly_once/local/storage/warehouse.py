@@ -32,7 +32,7 @@ paths.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -359,6 +359,19 @@ def create_empty_table(spark: SparkSession, path: str, schema: StructType,
     """An empty Delta table at `path` (unless one is there), of the runtime's own (AUTO CDC
     state): one commit, no Spark job."""
     table_definition.create(spark, path, TableDefinition(comment=comment), schema, properties)
+
+
+def statistics_of(columns: Sequence[str]) -> dict[str, str]:
+    """Table properties for a table of the runtime's own (AUTO CDC state, an SCD2 journal, the
+    event log) that keep Delta's per-file statistics to the row count and `columns` (names as
+    Delta reads them: `a.b` is field b of struct a), the ones the runtime or a reader of the
+    table filters on. Delta's default, the first 32 columns, costs every write of a table an
+    analysis of the statistics' expression over each of them, about a twentieth of a new
+    warehouse's update for these tables alone (BENCHMARKS.md, "A small update"). The
+    pipeline's own tables keep Delta's default, as on Databricks."""
+    if not columns:
+        return {"delta.dataSkippingNumIndexedCols": "0"}
+    return {"delta.dataSkippingStatsColumns": ",".join(columns)}
 
 
 def table_columns(spark: SparkSession, path: str) -> list[str]:
