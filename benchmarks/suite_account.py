@@ -136,7 +136,7 @@ class CpuSampler(threading.Thread):
         for pid in mine - {os.getpid()}:
             parent, cpu = seen[pid]
             known = self.processes.get(pid)
-            if known is None or known["command"].startswith(("bash", "/bin/bash")):  # exec'd
+            if known is None or _is_launcher(known["command"]):  # read again once exec'd
                 try:
                     command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(
                         b"\0", b" ").decode(errors="replace")
@@ -215,6 +215,15 @@ PYTHON_KINDS = (("exec(eval(sys.stdin", "the workers (Python)"),
 SPARK_JVMS = {"session": "the workers' Spark sessions (JVM)",
               "cli": "`exactly-once` processes' JVMs", "engine": "the resident engine's JVM",
               "bundle's pytest": "a bundle's own pytest (JVM)"}
+
+
+# Programs that exec what they start: a process first seen as one of them is read again until it
+# is what it ran (a worker's JVM first seen as `env`, between its fork and its exec).
+LAUNCHERS = frozenset({"bash", "sh", "env", "setsid"})
+
+
+def _is_launcher(command: str) -> bool:
+    return Path(command.split(" ", 1)[0]).name in LAUNCHERS
 
 
 def _first_match(command: str, kinds: tuple[tuple[str, str], ...], otherwise: str) -> str:
