@@ -366,8 +366,8 @@ def statistics_of(columns: Sequence[str]) -> dict[str, str]:
     event log) that keep Delta's per-file statistics to the row count and `columns` (names as
     Delta reads them: `a.b` is field b of struct a), the ones the runtime or a reader of the
     table filters on. Delta's default, the first 32 columns, costs every write of a table an
-    analysis of the statistics' expression over each of them, about a twentieth of a new
-    warehouse's update for these tables alone (BENCHMARKS.md, "A small update"). The
+    analysis of the statistics' expression over each of them: these tables' writes took half
+    as much of the driver's CPU again with it (BENCHMARKS.md, "The first update"). The
     pipeline's own tables keep Delta's default, as on Databricks."""
     if not columns:
         return {"delta.dataSkippingNumIndexedCols": "0"}
