@@ -248,14 +248,14 @@ def test_a_pipeline_runs_scd1_and_scd2_flows_over_two_updates(spark, tmp_path):
     assert [(r.flow, r.reason) for r in rejected] == [("current", "null key (id)")]
     # The runtime's own tables keep the statistics it reads: the SCD1 state those of its
     # tombstones' times (their GC), the journal none, the event log those a reader filters on.
-    assert statistics_of(state) == {"__deleted_at": None}
-    assert statistics_of(str(warehouse.auto_cdc_state_path("history"))) == {}
-    assert statistics_of(str(warehouse.event_log_path())) == {
+    assert columns_with_statistics(state) == {"__deleted_at": None}
+    assert columns_with_statistics(str(warehouse.auto_cdc_state_path("history"))) == {}
+    assert columns_with_statistics(str(warehouse.event_log_path())) == {
         "timestamp": None, "event_type": None, "origin": {"update_id": None}}
-    assert len(statistics_of(str(warehouse.table_path("history")))) > 3  # Delta's default
+    assert len(columns_with_statistics(str(warehouse.table_path("history")))) > 3  # Delta's default
 
 
-def statistics_of(path: str) -> dict:
+def columns_with_statistics(path: str) -> dict:
     """The columns of which Delta wrote statistics in every live file of the table at `path`
     (its files' `nullCount`, which names each such column), as nested dictionaries."""
     def shape(counts: dict) -> dict:
