@@ -1,10 +1,12 @@
 """The session settings an update runs with (engine/update_settings.py): interpreted
-expressions while it runs and a state snapshot when one is due; the session's own settings
-back once it ends, also when updates overlap or one fails."""
+expressions while it runs, generated code for a micro-batch that reads eight megabytes or
+more, and a state snapshot when one is due; the session's own settings back once it ends, also
+when updates overlap or one fails."""
 
 from __future__ import annotations
 
 import threading
+import uuid
 from dataclasses import replace
 from datetime import datetime, timezone
 
@@ -12,16 +14,22 @@ import pytest
 
 from exactly_once.kafka.generator import GeneratorConfig, generate_stream
 from exactly_once.kafka.kcat import write_kcat_jsonl
+from exactly_once.local.engine import update_settings
 from exactly_once.local.engine.update_settings import (
     CHANGELOG_CHECKPOINTING,
     FACTORY_MODE,
+    GENERATED_CODE_FROM_BYTES,
     MIN_DELTAS_FOR_SNAPSHOT,
+    MicroBatchExpressions,
     applied,
     compiled_classes,
     for_update,
+    input_bytes,
 )
 from exactly_once.local.execution.pipeline import run_pipeline
+from exactly_once.local.observe.timeline import Timeline
 from exactly_once.local.storage.files import location
+from exactly_once.local.storage.snapshot_files import read_latest
 from exactly_once.local.storage.state_store import versions_since_snapshot
 from exactly_once.local.storage.warehouse import Warehouse
 
@@ -157,3 +165,61 @@ def test_a_pipeline_s_generated_classes_are_compiled_once_per_session(spark, set
     before = compiled_classes(spark)
     run_pipeline(spark, source, tmp_path / "second")  # a new warehouse, the same classes
     assert compiled_classes(spark) - before == 0
+
+
+def test_a_micro_batch_of_megabytes_runs_generated_code_and_the_next_small_one_not(spark,
+                                                                                  tmp_path):
+    """Interpreted expressions cost per row what generated code costs per query: a batch that
+    reads GENERATED_CODE_FROM_BYTES or more runs its tasks' expressions as generated code in
+    its query's session, the next smaller batch of the same query interpreted again."""
+    table = str(tmp_path / "table")
+    # Hashes do not compress: each commit is one file, the first over the threshold.
+    spark.range(300_000).selectExpr("sha2(CAST(id AS STRING), 256) AS h") \
+        .coalesce(1).write.format("delta").save(table)
+    spark.range(10).selectExpr("sha2(CAST(id AS STRING), 256) AS h") \
+        .coalesce(1).write.format("delta").mode("append").save(table)
+    expressions, seen = MicroBatchExpressions(), []
+
+    def each_batch(batch, batch_id: int) -> None:
+        generated = expressions.choose(batch)
+        # An expression no query has had: compiled only if the tasks generate code.
+        unique = batch.selectExpr(f"concat(h, '{uuid.uuid4()}') AS k").where("k IS NOT NULL")
+        before = compiled_classes(spark)
+        unique.count()
+        seen.append((batch_id, input_bytes(batch) >= GENERATED_CODE_FROM_BYTES, generated,
+                     batch.sparkSession.conf.get(FACTORY_MODE, None),
+                     compiled_classes(spark) > before))
+
+    with applied(spark, for_update()):
+        spark.readStream.format("delta").option("maxFilesPerTrigger", 1).load(table) \
+            .writeStream.foreachBatch(each_batch).trigger(availableNow=True) \
+            .option("checkpointLocation", str(tmp_path / "checkpoint")).start() \
+            .awaitTermination(120)
+        assert mode(spark) == "NO_CODEGEN"  # the update's own session is left as it was
+    assert seen == [(0, True, True, "FALLBACK", True), (1, False, False, "NO_CODEGEN", False)]
+
+
+def test_an_update_with_every_micro_batch_in_generated_code_gives_the_same_gold(
+        spark, settings, tmp_path, monkeypatch):
+    """Only the cost moves: the same log gives the same tables whichever way a batch's
+    expressions run."""
+    dumps = tmp_path / "dumps"
+    dumps.mkdir()
+    write_kcat_jsonl(dumps / "stream.jsonl", generate_stream(GeneratorConfig(
+        events=40, orders=6, players=3, seed=11, duplicate_rate=0.2, malformed_rate=0.05,
+        start=datetime(2026, 11, 2, tzinfo=timezone.utc))))
+    source = replace(settings, source=f"file:{dumps}")
+    run_pipeline(spark, source, tmp_path / "interpreted")
+    monkeypatch.setattr(update_settings, "GENERATED_CODE_FROM_BYTES", 0)
+    timeline = Timeline()
+    run_pipeline(spark, source, tmp_path / "generated", timeline=timeline)
+    batches = [s for s in timeline.spans if s.phase == "foreachBatch"]
+    assert batches and all(s.detail == "generated code" for s in batches)
+
+    def rows(warehouse: str, name: str) -> list[tuple]:  # without the times of processing
+        return sorted(map(tuple, read_latest(spark, str(tmp_path / warehouse / name))
+                          .drop("ingested_at", "quarantined_at").collect()))
+
+    for name in ("silver_orders", "quarantine", "orders", "orders_history", "player_xp_ledger",
+                 "player_xp", "late_events"):
+        assert rows("generated", name) == rows("interpreted", name), name

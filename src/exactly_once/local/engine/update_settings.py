@@ -14,6 +14,17 @@ Only while an update runs: Spark 4.2's interpreted deserializer cannot build som
 `catalog.Table` gets an argument of the wrong type), so outside updates the session a user
 holds keeps its own setting (issue 29).
 
+**Generated code for a large micro-batch.** Interpreted expressions pay per row what generated
+code pays per query (and, in a new process, per class it compiles first): silver's parse and its
+Delta append of 4,000-64,000 bronze rows cost 0.73-0.76 of interpreted as generated code in a
+warm session, 1.03-1.05 at 200-1,000. A streaming query's micro-batch that reads
+GENERATED_CODE_FROM_BYTES or more, by Spark's estimate (the files of a Delta or file source's
+batch, scaled to the columns it keeps), runs its expressions as generated code (`factoryMode`
+FALLBACK, Spark's default) in the query's own session, set before the batch's writes run its
+tasks; a smaller one, and one whose source gives no estimate (a Kafka batch), interpreted
+(`MicroBatchExpressions`). The batch's plan was made before the handler sees it, so whole-stage
+code generation stays off. The same rows either way: only the cost moves.
+
 **A state snapshot when one is due** (RocksDB changelog checkpointing off for that update).
 Commits write changelogs, and Spark writes snapshots only from a background task that an
 update's short queries never give a chance (storage/state_store.py). When a store has gone
@@ -172,6 +183,48 @@ def _release(spark: Any, session: str, key: str) -> None:
             spark.conf.unset(key)
         else:
             spark.conf.set(key, entry[1])
+
+
+# The smallest micro-batch, in Spark's estimate of the bytes it reads, whose expressions run as
+# generated code: about 130,000 bronze rows for a parse, 6,700 records of a kcat file for bronze.
+# In a warm session generated code pays from about 4,000 bronze rows; a new process compiles
+# every class first, and `make demo`'s 6,300 records (bronze's batch 7.8 MB) ran no faster with
+# it (BENCHMARKS.md, "Generated code for a large micro-batch").
+GENERATED_CODE_FROM_BYTES = 8 << 20
+# Past this, an estimate is Spark's default for a source without statistics
+# (`spark.sql.defaultSizeInBytes`, scaled by the plan's projections), not a measure.
+UNKNOWN_SIZE_FROM_BYTES = 1 << 40
+
+
+def input_bytes(batch: Any) -> int:
+    """The bytes a micro-batch reads, as Spark estimates them: its plan is the planned batch
+    (`foreachBatch` hands over a `LogicalRDD`), whose statistics are the batch's own."""
+    return int(batch._jdf.queryExecution().analyzed().stats().sizeInBytes())
+
+
+class MicroBatchExpressions:
+    """How one streaming query's micro-batches evaluate expressions (the module's "Generated
+    code for a large micro-batch"): set in the query's own session, which Spark cloned from the
+    update's when the query started, before each batch's writes run its tasks."""
+
+    def __init__(self) -> None:
+        self._generated = False
+        self._own: str | None = None  # the query session's mode before its first large batch
+
+    def choose(self, batch: Any) -> bool:
+        """Set `batch`'s session for its size; whether it runs generated code."""
+        large = GENERATED_CODE_FROM_BYTES <= input_bytes(batch) < UNKNOWN_SIZE_FROM_BYTES
+        if large != self._generated:
+            conf = batch.sparkSession.conf
+            if large:
+                self._own = conf.get(FACTORY_MODE, None)
+                conf.set(FACTORY_MODE, "FALLBACK")
+            elif self._own is None:
+                conf.unset(FACTORY_MODE)
+            else:
+                conf.set(FACTORY_MODE, self._own)
+            self._generated = large
+        return large
 
 
 def compiled_classes(spark: Any) -> int:
