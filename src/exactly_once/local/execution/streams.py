@@ -5,7 +5,8 @@ whether a batch already committed (`txnVersion`), which rebuilds the target tabl
 Spark jobs per micro-batch. Here each write carries a `delta_log.Marker` instead, and only the
 one batch that can have committed before, the batch a restarted query replays, is looked up in
 the log (`replayed_batch`). Structured Streaming logs a batch's offsets before it runs and its
-commit after, so that batch is the last one with offsets and no commit.
+commit after, so that batch is the last one with offsets and no commit. A batch's expressions run
+interpreted, as the update's, or as generated code when it is large (engine/update_settings.py).
 """
 
 from __future__ import annotations
