@@ -223,3 +223,20 @@ def test_an_update_with_every_micro_batch_in_generated_code_gives_the_same_gold(
     for name in ("silver_orders", "quarantine", "orders", "orders_history", "player_xp_ledger",
                  "player_xp", "late_events"):
         assert rows("generated", name) == rows("interpreted", name), name
+
+
+def test_a_batch_whose_source_gives_no_estimate_stays_interpreted(spark, tmp_path):
+    """A Kafka batch's size is unknown to Spark (its default, past any file's): interpreted, as
+    a small batch. The rate source gives no statistics either."""
+    seen = []
+
+    def each_batch(batch, batch_id: int) -> None:
+        seen.append((input_bytes(batch) > GENERATED_CODE_FROM_BYTES,
+                     MicroBatchExpressions().choose(batch), batch.count()))
+
+    with applied(spark, for_update()):
+        spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 10).load() \
+            .writeStream.foreachBatch(each_batch).trigger(availableNow=True) \
+            .option("checkpointLocation", str(tmp_path / "checkpoint")).start() \
+            .awaitTermination(60)
+    assert seen == [(True, False, 10)]
