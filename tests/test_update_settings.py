@@ -1,6 +1,6 @@
 """The session settings an update runs with (engine/update_settings.py): interpreted
-expressions while it runs, generated code for a micro-batch that reads eight megabytes or
-more, and a state snapshot when one is due; the session's own settings back once it ends, also
+expressions while it runs, generated code for a micro-batch that reads a mebibyte or more,
+and a state snapshot when one is due; the session's own settings back once it ends, also
 when updates overlap or one fails."""
 
 from __future__ import annotations

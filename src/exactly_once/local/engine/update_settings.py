@@ -186,11 +186,11 @@ def _release(spark: Any, session: str, key: str) -> None:
 
 
 # The smallest micro-batch, in Spark's estimate of the bytes it reads, whose expressions run as
-# generated code: about 130,000 bronze rows for a parse, 6,700 records of a kcat file for bronze.
+# generated code: about 16,000 bronze rows for a parse, 850 records of a kcat file for bronze.
 # With its classes compiled, generated code pays from about 4,000 bronze rows; a new process
-# compiles every class first, and `make demo`'s 6,300 records (bronze's batch 7.8 MB) ran no
-# faster with it (BENCHMARKS.md, "Generated code for a large micro-batch").
-GENERATED_CODE_FROM_BYTES = 8 << 20
+# compiles every class first, which `make demo`'s 6,300 records (bronze's batch generated) and
+# 30,000 events absorbed (BENCHMARKS.md, "Generated code for a large micro-batch").
+GENERATED_CODE_FROM_BYTES = 1 << 20
 # Past this, an estimate is Spark's default for a source without statistics
 # (`spark.sql.defaultSizeInBytes`, scaled by the plan's projections), not a measure.
 UNKNOWN_SIZE_FROM_BYTES = 1 << 40
