@@ -1,5 +1,5 @@
 """Benchmark: a large micro-batch's expressions as generated code (`update_settings.
-MicroBatchExpressions`) against interpreted, as every batch ran before.
+batch_expressions`) against interpreted, as every batch ran before.
 
     .venv/bin/python benchmarks/generated_code_bench.py [--events 200000] [--pairs 2]
         [--sizes 200,1000,4000,16000,64000] [--rounds 5]

@@ -20,8 +20,8 @@ from exactly_once.local.engine.update_settings import (
     FACTORY_MODE,
     GENERATED_CODE_FROM_BYTES,
     MIN_DELTAS_FOR_SNAPSHOT,
-    MicroBatchExpressions,
     applied,
+    batch_expressions,
     compiled_classes,
     for_update,
     input_bytes,
@@ -178,17 +178,17 @@ def test_a_micro_batch_of_megabytes_runs_generated_code_and_the_next_small_one_n
         .coalesce(1).write.format("delta").save(table)
     spark.range(10).selectExpr("sha2(CAST(id AS STRING), 256) AS h") \
         .coalesce(1).write.format("delta").mode("append").save(table)
-    expressions, seen = MicroBatchExpressions(), []
+    seen = []
 
     def each_batch(batch, batch_id: int) -> None:
-        generated = expressions.choose(batch)
-        # An expression no query has had: compiled only if the tasks generate code.
-        unique = batch.selectExpr(f"concat(h, '{uuid.uuid4()}') AS k").where("k IS NOT NULL")
-        before = compiled_classes(spark)
-        unique.count()
-        seen.append((batch_id, input_bytes(batch) >= GENERATED_CODE_FROM_BYTES, generated,
-                     batch.sparkSession.conf.get(FACTORY_MODE, None),
-                     compiled_classes(spark) > before))
+        with batch_expressions(batch) as generated:
+            # An expression no query has had: compiled only if the tasks generate code.
+            unique = batch.selectExpr(f"concat(h, '{uuid.uuid4()}') AS k").where("k IS NOT NULL")
+            before = compiled_classes(spark)
+            unique.count()
+            seen.append((batch_id, input_bytes(batch) >= GENERATED_CODE_FROM_BYTES, generated,
+                         batch.sparkSession.conf.get(FACTORY_MODE, None),
+                         compiled_classes(spark) > before))
 
     with applied(spark, for_update()):
         spark.readStream.format("delta").option("maxFilesPerTrigger", 1).load(table) \
@@ -231,8 +231,9 @@ def test_a_batch_whose_source_gives_no_estimate_stays_interpreted(spark, tmp_pat
     seen = []
 
     def each_batch(batch, batch_id: int) -> None:
-        seen.append((input_bytes(batch) > GENERATED_CODE_FROM_BYTES,
-                     MicroBatchExpressions().choose(batch), batch.count()))
+        with batch_expressions(batch) as generated:
+            seen.append((input_bytes(batch) > GENERATED_CODE_FROM_BYTES, generated,
+                         batch.count()))
 
     with applied(spark, for_update()):
         spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 10).load() \

@@ -22,7 +22,7 @@ GENERATED_CODE_FROM_BYTES or more, by Spark's estimate (the files of a Delta or 
 batch, scaled to the columns it keeps), runs its expressions as generated code (`factoryMode`
 FALLBACK, Spark's default) in the query's own session, set before the batch's writes run its
 tasks; a smaller one, and one whose source gives no estimate (a Kafka batch), interpreted
-(`MicroBatchExpressions`). The batch's plan was made before the handler sees it, so whole-stage
+(`batch_expressions`). The batch's plan was made before the handler sees it, so whole-stage
 code generation stays off. The same rows either way: only the cost moves.
 
 **A state snapshot when one is due** (RocksDB changelog checkpointing off for that update).
@@ -202,29 +202,16 @@ def input_bytes(batch: Any) -> int:
     return int(batch._jdf.queryExecution().analyzed().stats().sizeInBytes())
 
 
-class MicroBatchExpressions:
-    """How one streaming query's micro-batches evaluate expressions (the module's "Generated
-    code for a large micro-batch"): set in the query's own session, which Spark cloned from the
-    update's when the query started, before each batch's writes run its tasks."""
-
-    def __init__(self) -> None:
-        self._generated = False
-        self._own: str | None = None  # the query session's mode before its first large batch
-
-    def choose(self, batch: Any) -> bool:
-        """Set `batch`'s session for its size; whether it runs generated code."""
-        large = GENERATED_CODE_FROM_BYTES <= input_bytes(batch) < UNKNOWN_SIZE_FROM_BYTES
-        if large != self._generated:
-            conf = batch.sparkSession.conf
-            if large:
-                self._own = conf.get(FACTORY_MODE, None)
-                conf.set(FACTORY_MODE, "FALLBACK")
-            elif self._own is None:
-                conf.unset(FACTORY_MODE)
-            else:
-                conf.set(FACTORY_MODE, self._own)
-            self._generated = large
-        return large
+@contextmanager
+def batch_expressions(batch: Any) -> Iterator[bool]:
+    """`batch`'s expressions for the block (the module's "Generated code for a large
+    micro-batch"): generated code in its query's own session when it is large, that session's
+    value back after (`set_for_block`); yields whether it runs generated code."""
+    if not GENERATED_CODE_FROM_BYTES <= input_bytes(batch) < UNKNOWN_SIZE_FROM_BYTES:
+        yield False
+        return
+    with set_for_block(batch.sparkSession, {FACTORY_MODE: "FALLBACK"}):
+        yield True
 
 
 def compiled_classes(spark: Any) -> int:

@@ -18,7 +18,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql.streaming import StreamingQuery
 
 from exactly_once.errors import FlowError
-from exactly_once.local.engine.update_settings import MicroBatchExpressions
+from exactly_once.local.engine.update_settings import batch_expressions
 from exactly_once.local.execution.failures import flow_failure
 from exactly_once.local.observe.progress import FlowResult, Progress
 from exactly_once.local.observe.timeline import Timeline
@@ -70,12 +70,11 @@ def run_available_now(df: DataFrame, name: str, checkpoint: StoragePath, handle:
     """Process what `df` has now, batch by batch through `handle`, then stop."""
     replayed = replayed_batch(checkpoint)
     failed: list[BaseException] = []  # what the batch function raised, as Python raised it
-    expressions = MicroBatchExpressions()
 
     def each_batch(batch: DataFrame, batch_id: int) -> None:
         try:
-            detail = "generated code" if expressions.choose(batch) else ""
-            with timeline.span(name, "foreachBatch", batch_id, detail):
+            with batch_expressions(batch) as generated, timeline.span(
+                    name, "foreachBatch", batch_id, "generated code" if generated else ""):
                 # The metadata file is written when the query starts, before its first batch.
                 handle(batch, batch_id, query_id(checkpoint), batch_id == replayed)
         except BaseException as err:
