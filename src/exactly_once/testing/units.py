@@ -31,7 +31,7 @@ from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.catalog.scope import ReadScope
 from exactly_once.local.engine import pipeline_session
 from exactly_once.local.graph.expectations import apply_expectations, declared
-from exactly_once.local.graph.reads import resolved_reads
+from exactly_once.local.graph.reads import NO_OPTIONS, resolved_reads
 from exactly_once.local.graph.registry import PipelineGraph
 
 
@@ -67,7 +67,8 @@ class _Resolver:
         df, _ = apply_expectations(flow.func(), declared(flow.func), flow.target)
         return df
 
-    def resolve(self, text: str, streaming: bool) -> DataFrame | None:
+    def resolve(self, text: str, streaming: bool, options: Mapping[str, str] = NO_OPTIONS
+                ) -> DataFrame | None:
         name = self.scope.dataset(text, self.graph.outputs) or text
         if name in self.given:
             return self.given[name]
@@ -76,7 +77,8 @@ class _Resolver:
                 return self.query(self.graph.view_flow(name))
             raise FixtureError(f"`{self.dataset}` reads `{text}`: give its rows "
                                f"(given={{'{name}': [...]}})")
-        return self.scope.external(self.spark, text, streaming=False, dataset=self.dataset)
+        return self.scope.external(self.spark, text, streaming=False, dataset=self.dataset,
+                                   options=options)
 
     def _auto_cdc(self, spec: AutoCdcSpec) -> DataFrame:
         """The target's rows after the given changes, applied as one batch to an empty

@@ -22,7 +22,7 @@ update (fixtures.py); a changed file is seeded again before the update reads it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -173,10 +173,12 @@ class LocalCatalog:
             names.add(namespace.catalog)
         catalog_plugin.register(spark, self.root, sorted(names))
 
-    def read(self, spark: SparkSession, table: TableName, streaming: bool) -> DataFrame | None:
-        """`table` as a flow reads it: by its location (a stream of a Delta table by path: Delta
-        cannot stream a table a non-session catalog loads by path); None when the catalog has
-        no such table. A fixture not seeded yet (dry-run writes nothing) is read from its file."""
+    def read(self, spark: SparkSession, table: TableName, streaming: bool,
+             options: Mapping[str, str] | None = None) -> DataFrame | None:
+        """`table` as a flow reads it, with its reader's `options`: by its location (a stream of
+        a Delta table by path: Delta cannot stream a table a non-session catalog loads by path);
+        None when the catalog has no such table. A fixture not seeded yet (dry-run writes
+        nothing) is read from its file."""
         location = self.location(table)
         if location is None:
             path = self.fixture_files().get(table)
@@ -184,7 +186,7 @@ class LocalCatalog:
                 return None
             return fixtures.read_fixture(spark, path)
         reader = spark.readStream if streaming else spark.read
-        return reader.format("delta").load(location)
+        return reader.format("delta").options(**(options or {})).load(location)
 
     def schema_of(self, spark: SparkSession, table: TableName) -> StructType | None:
         """`table`'s schema, from its Delta log or its fixture file; None when nothing

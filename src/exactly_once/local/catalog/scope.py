@@ -9,7 +9,7 @@ catalog (catalog.py), and a name nothing supplies is one line saying how to supp
 
 from __future__ import annotations
 
-from collections.abc import Container, Iterable
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
@@ -50,14 +50,15 @@ class ReadScope:
         return self.namespace.qualify(parts)
 
     def external(self, spark: SparkSession, text: str, streaming: bool,
-                 dataset: str | None = None, datasets: Iterable[str] = ()) -> DataFrame | None:
-        """A read of a table the pipeline does not define: from the local catalog, or None for
-        Spark to resolve (a name of the session catalog, a temporary view); one line
-        (MissingTableError) when nothing supplies it."""
+                 dataset: str | None = None, datasets: Iterable[str] = (),
+                 options: Mapping[str, str] | None = None) -> DataFrame | None:
+        """A read of a table the pipeline does not define, with its reader's `options`: from
+        the local catalog, or None for Spark to resolve (a name of the session catalog, a
+        temporary view); one line (MissingTableError) when nothing supplies it."""
         table = self.table(text)
         if table is None:
             return None
-        df = self.catalog.read(spark, table, streaming)
+        df = self.catalog.read(spark, table, streaming, options or {})
         if df is not None:
             return df
         self.require(spark, text, table, dataset, datasets)

@@ -15,6 +15,7 @@ one flow's driver work (planning, Delta commits) with another's tasks.
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
@@ -39,7 +40,7 @@ from exactly_once.local.execution.refresh import RefreshSelection, plan_refresh
 from exactly_once.local.execution.streams import flow_error
 from exactly_once.local.graph.event_hooks import run_hooks
 from exactly_once.local.graph.expectations import ObservedExpectations, apply_expectations, declared
-from exactly_once.local.graph.reads import resolved_reads
+from exactly_once.local.graph.reads import NO_OPTIONS, resolved_reads
 from exactly_once.local.graph.registry import PipelineGraph
 from exactly_once.local.graph.sql_queries import resolved_sql
 from exactly_once.local.observe import event_log
@@ -221,9 +222,10 @@ class PipelineUpdate:
             stack.extend([*path, t] for t in self._waits_for.get(path[-1], ()))
         return []
 
-    def _resolve(self, text: str, streaming: bool) -> DataFrame | None:
+    def _resolve(self, text: str, streaming: bool, options: Mapping[str, str] = NO_OPTIONS
+                 ) -> DataFrame | None:
         """`text` (a name of one to three parts) as the flow being built on this thread reads
-        it, in that flow's session."""
+        it, in that flow's session, with the `options` its reader was given."""
         setup: _FlowSetup | None = getattr(self._setup, "flow", None)
         session = pipeline_session.current(self.spark)
         name = self.scope.dataset(text, self.graph.outputs)
@@ -231,7 +233,7 @@ class PipelineUpdate:
             try:
                 return self.scope.external(session, text, streaming,
                                            dataset=setup.table if setup else None,
-                                           datasets=self.graph.outputs)
+                                           datasets=self.graph.outputs, options=options)
             except DeclarationError as err:
                 raise err.in_file(self.graph.declared_in.get(setup.flow if setup else "")) \
                     from None
@@ -257,11 +259,16 @@ class PipelineUpdate:
         if streaming:
             setup.streamed.add(name)
         path = self.warehouse.table_path(name).resolve()
+        if not streaming and options:
+            # Delta's reader, as the options ask (`versionAsOf`, ...); not a read of the latest
+            # version, so not one a view's refresh can be skipped for (unchanged.py).
+            return session.read.format("delta").options(**options).load(str(path))
         if not streaming:  # the files its log names: no rebuild of its Delta state
             setup.batch_reads[name] = (str(path), delta_log.latest_version(path))
             return read_latest(session, str(path))
-        reader = session.readStream.format("delta")
-        if first_batch and delta_log.appends_since_creation(path):
+        reader = session.readStream.format("delta").options(**options)
+        # With options of its own, the query starts where Delta's default (or they) say.
+        if first_batch and not options and delta_log.appends_since_creation(path):
             # A query's first batch reads the table's commits from its creation on, not a
             # snapshot of it: the same rows when every commit only appended (delta_log), and
             # Delta's snapshot costs several Spark jobs, at the query's start and again at

@@ -61,7 +61,7 @@ from exactly_once.local.graph.flow_declarations import (
     is_once,
 )
 from exactly_once.local.graph.loader import importable, run_file
-from exactly_once.local.graph.reads import resolved_reads
+from exactly_once.local.graph.reads import NO_OPTIONS, resolved_reads
 from exactly_once.local.graph.registry import PipelineGraph
 from exactly_once.local.graph.sql_queries import resolved_sql
 from exactly_once.local.graph.stored_tables import StoredTables
@@ -285,7 +285,10 @@ class _Analyzer:
             snapshot.schema, spec.stored_as_scd_type, snapshot_versions.spark_type(version)))
 
     # -- reads inside a flow's query ---------------------------------------------------------------
-    def resolve(self, text: str, streaming: bool) -> DataFrame | None:
+    def resolve(self, text: str, streaming: bool, options: Mapping[str, str] = NO_OPTIONS
+                ) -> DataFrame | None:
+        # The reader's options change which rows a read gives, not their schema: analyzed
+        # against empty inputs, a query is the same with or without them.
         name = text if self.scope is None else \
             (self.scope.dataset(text, self.graph.outputs) or text)
         if self.reading:

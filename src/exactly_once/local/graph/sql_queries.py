@@ -40,6 +40,7 @@ _IDENTIFIER = r"(?:`[^`]*`|[A-Za-z_][\w]*)(?:\s*\.\s*(?:`[^`]*`|[A-Za-z_][\w]*))
 _STREAM_READ = re.compile(rf"STREAM\s*(?:\(\s*{_IDENTIFIER}\s*\)|\s{_IDENTIFIER})", re.I)
 _BATCH_READ = re.compile(_IDENTIFIER)
 _FILES_READ = re.compile(r"(?:STREAM\s+)?read_files\s*\(", re.I)
+_OPTIONS = re.compile(r"\s*WITH\s*\(", re.I)  # a table's options after its name
 _SQL = SparkSession.sql  # pyspark's own, which a rewritten query runs with
 # Plans that are statements of their own (DDL, DML, SET...), not a query to read from.
 _STATEMENTS = ("org.apache.spark.sql.catalyst.plans.logical.Command",
@@ -49,13 +50,16 @@ _STATEMENTS = ("org.apache.spark.sql.catalyst.plans.logical.Command",
 @dataclass(frozen=True)
 class Read:
     """A read in the query text: characters [start, end) name `name`, a stream or not; `files`
-    holds read_files' path and options when it is a `read_files(...)` call."""
+    holds read_files' path and options when it is a `read_files(...)` call; `options` those of a
+    table's `WITH ('key' = 'value', ...)`, whose clause ends at `options_end`."""
 
     start: int
     end: int
     name: str
     streaming: bool
     files: tuple[str, tuple[tuple[str, str], ...]] | None = None
+    options: tuple[tuple[str, str], ...] = ()
+    options_end: int | None = None
 
 
 @dataclass(frozen=True)
@@ -109,7 +113,7 @@ def resolved_sql(resolve: Resolver) -> Iterator[None]:
 
         def frame(read: Read) -> DataFrame | None:
             return (_read(self, read) if read.files is not None
-                    else resolve(dataset_name(read.name), read.streaming))
+                    else resolve(dataset_name(read.name), read.streaming, dict(read.options)))
 
         return _run_reading(self, sqlQuery, reads, frame, args)
 
@@ -136,8 +140,8 @@ def _run_reading(spark: SparkSession, text: str, reads: tuple[Read, ...],
             view = f"__pipeline_sql_{uuid.uuid4().hex}"
             df.createOrReplaceTempView(view)
             views.append(view)
-            pieces += [text[last:read.start], view]
-            last = read.end
+            pieces += [text[last:read.start], view]  # its options are the DataFrame's
+            last = read.end if read.options_end is None else read.options_end
         return _SQL(spark, "".join([*pieces, text[last:]]), args)
     finally:
         for view in views:  # the DataFrame keeps the plan each view stood for
@@ -163,7 +167,8 @@ def _read(spark: SparkSession, read: Read) -> DataFrame:
     if read.files is not None:
         path, options = read.files
         return read_files(spark, path, dict(options), read.streaming)
-    return (spark.readStream if read.streaming else spark.read).table(read.name)
+    reader = spark.readStream if read.streaming else spark.read
+    return reader.options(**dict(read.options)).table(read.name)
 
 
 def query_of(statement: Statement, text: str, plan: Any, start: int) -> Query:
@@ -177,7 +182,8 @@ def query_of(statement: Statement, text: str, plan: Any, start: int) -> Query:
     if reads and reads[0].start < start:
         raise statement.error("a read lies before its query, where Spark's parser puts it")
     return Query(text[start:end], tuple(
-        Read(r.start - start, r.end - start, r.name, r.streaming, r.files) for r in reads))
+        Read(r.start - start, r.end - start, r.name, r.streaming, r.files, r.options,
+             None if r.options_end is None else r.options_end - start) for r in reads))
 
 
 def query_start(text: str, original: str | None, after: int | None = None) -> int:
@@ -230,7 +236,16 @@ def _read_of(statement: Statement, text: str, blanked: str, relation: Any, locat
     if found is None:
         raise statement.error(f"the read of `{'.'.join(parts)}` is not where Spark's parser "
                               "puts it")
-    return Read(start, found.end(), _name(parts), streaming)
+    options = dict(relation.options().asCaseSensitiveMap())
+    if not options:
+        return Read(start, found.end(), _name(parts), streaming)
+    clause = _OPTIONS.match(blanked, found.end())
+    close = closing(blanked, clause.end() - 1) if clause else -1
+    if clause is None or close < 0:
+        raise statement.error(f"the options of `{'.'.join(parts)}` are not where Spark's "
+                              "parser puts them")
+    return Read(start, found.end(), _name(parts), streaming,
+                options=tuple(sorted(options.items())), options_end=close + 1)
 
 
 def _files_arguments(statement: Statement, relation: Any
