@@ -24,6 +24,10 @@ from exactly_once.local.storage.warehouse import Warehouse
 PIPELINE = '''
 from pyspark import pipelines as dp
 
+@dp.materialized_view(name="trips_now")
+def trips_now():
+    return spark.read.table("main.raw.trips")
+
 @dp.materialized_view(name="trips_at_version_0")
 def trips_at_version_0():
     return spark.read.option("versionAsOf", 0).table("main.raw.trips")
@@ -65,6 +69,7 @@ def test_a_reader_s_options_reach_the_table_it_reads(spark, settings, tmp_path):
                       .load(str(warehouse / table)).collect())
 
     assert ids("trips_at_version_0") == [1, 2], "time travel: the rows of version 0"
+    assert ids("trips_now") == [1, 2, 3], "no options: the latest version's"
     batches = {f.flow: f.batches for f in result.flows}
 
     def files(path) -> int:

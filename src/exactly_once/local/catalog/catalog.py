@@ -33,6 +33,7 @@ from exactly_once.errors import CatalogError, MissingTableError
 from exactly_once.local.catalog import fixtures
 from exactly_once.local.catalog.names import Namespace, NameSyntaxError, TableName, split
 from exactly_once.local.engine import catalog_plugin
+from exactly_once.local.storage.snapshot_files import read_latest
 
 LOCATION_FILE = "_location"  # as engine/jvm/local-catalog reads it
 FIXTURE_HASH_FILE = "_fixture.sha256"
@@ -185,6 +186,11 @@ class LocalCatalog:
             if path is None or streaming:
                 return None
             return fixtures.read_fixture(spark, path)
+        if not streaming and not options:
+            # Its latest version as the files its log names (storage/snapshot_files.py): the
+            # rows Delta's reader gives, without the Spark jobs that rebuild the state of a
+            # table this session has not read at that version (a test's fixture, new each time).
+            return read_latest(spark, location)
         reader = spark.readStream if streaming else spark.read
         return reader.format("delta").options(**(options or {})).load(location)
 
