@@ -65,7 +65,7 @@ def test_each_record_is_parsed_once_and_gold_reads_silver(spark, quality_run):
     warehouse = Warehouse(quality_run.warehouse)
     scanned: set[str] = set()
 
-    def resolve(name, streaming):
+    def resolve(name, streaming, options=None):
         if name not in graph.outputs:
             return None
         if graph.is_view(name):  # a view is its query, inlined into the reader's
