@@ -18,6 +18,8 @@ from __future__ import annotations
 import textwrap
 
 from exactly_once.local.execution.pipeline import run_pipeline
+from exactly_once.local.execution.update import default_scope
+from exactly_once.local.graph.dry_run import analyze
 from exactly_once.local.storage import delta_log
 from exactly_once.local.storage.warehouse import Warehouse
 
@@ -36,9 +38,14 @@ def trips_at_version_0():
 def trips_one_file_a_batch():
     return spark.readStream.option("maxFilesPerTrigger", 1).table("main.raw.trips")
 
-@dp.table(name="copies")
+@dp.table(name="copies", table_properties={"delta.enableChangeDataFeed": "true"})
 def copies():
     return spark.readStream.table("main.raw.trips")
+
+@dp.table(name="copies_changes")
+def copies_changes():
+    return spark.readStream.option("readChangeFeed", "true").table("copies") \
+        .select("id", "_change_type")
 
 @dp.table(name="copies_one_file_a_batch")
 def copies_one_file_a_batch():
@@ -62,6 +69,9 @@ def test_a_reader_s_options_reach_the_table_it_reads(spark, settings, tmp_path):
     spark.createDataFrame([(3,)], "id INT").write.format("delta").mode("append") \
         .save(str(trips))  # version 1: a file more
 
+    analysis = analyze(spark, settings, sorted(root.iterdir()), Warehouse(warehouse),
+                       scope=default_scope(Warehouse(warehouse)))
+    assert [p.message for p in analysis.problems] == [], "dry-run: a change feed's columns too"
     result = run_pipeline(spark, settings, warehouse, pipelines_dir=root)
 
     def ids(table: str) -> list[int]:
@@ -84,3 +94,21 @@ def test_a_reader_s_options_reach_the_table_it_reads(spark, settings, tmp_path):
     for table in ("trips_one_file_a_batch", "copies", "copies_one_file_a_batch",
                   "copies_in_sql"):
         assert ids(table) == [1, 2, 3], table
+    changes = spark.read.format("delta").load(str(warehouse / "copies_changes")).collect()
+    assert sorted((r.id, r._change_type) for r in changes) == \
+        [(1, "insert"), (2, "insert"), (3, "insert")], "the change feed of `copies`"
+
+
+def test_assert_table_reads_a_delta_table_as_the_reader_it_was_given_would(spark, tmp_path):
+    """`assert_table` reads a whole Delta table at its latest version as its log's files
+    (testing/compare.py); a read at another version, or of part of it, stays what it was."""
+    from exactly_once.testing import assert_table
+
+    path = str(tmp_path / "t")
+    spark.createDataFrame([(1,), (2,)], "id INT").write.format("delta").save(path)
+    whole = spark.read.format("delta").load(path)  # held across the next commit, as a test may
+    spark.createDataFrame([(3,)], "id INT").write.format("delta").mode("append").save(path)
+    assert_table(whole, [{"id": 1}, {"id": 2}, {"id": 3}])
+    assert_table(spark.read.format("delta").option("versionAsOf", 0).load(path),
+                 [{"id": 1}, {"id": 2}])
+    assert_table(spark.read.format("delta").load(path).where("id > 1"), [{"id": 2}, {"id": 3}])

@@ -26,7 +26,14 @@ from pyspark.pipelines.flow import Flow
 from pyspark.pipelines.graph_element_registry import graph_element_registration_context
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import BooleanType, StructType
+from pyspark.sql.types import (
+    BooleanType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
 
 from exactly_once.errors import CatalogError, DeclarationError, GraphError, first_line, located
 from exactly_once.local.auto_cdc.changes import check_columns, check_source
@@ -67,6 +74,12 @@ from exactly_once.local.graph.sql_queries import resolved_sql
 from exactly_once.local.graph.stored_tables import StoredTables
 from exactly_once.local.storage.warehouse import Warehouse
 from exactly_once.settings.pipeline import Settings
+
+# The columns Delta's change data feed adds to a table's own
+# (https://docs.databricks.com/aws/en/delta/delta-change-data-feed).
+CHANGE_FEED_COLUMNS = (StructField("_change_type", StringType()),
+                       StructField("_commit_version", LongType()),
+                       StructField("_commit_timestamp", TimestampType()))
 
 
 @dataclass(frozen=True)
@@ -206,7 +219,8 @@ class _Analyzer:
         _ = df.schema  # analysis is the point
         return df
 
-    def _external(self, text: str, streaming: bool) -> DataFrame | None:
+    def _external(self, text: str, streaming: bool, options: Mapping[str, str] = NO_OPTIONS
+                  ) -> DataFrame | None:
         """A read of a table the pipeline does not define, as the update will make it: the
         local catalog's table (or the fixture that seeds it) as an empty query of its schema,
         else Spark's own, else a problem naming it."""
@@ -220,7 +234,7 @@ class _Analyzer:
             self.scope.require(session, text, table, self.stack[-1] if self.stack else None,
                                self.graph.outputs)
             return None
-        return _empty(session, schema, streaming)
+        return _empty(session, _as_read(schema, options), streaming)
 
     def _appends(self, flow: Flow) -> bool:
         """Whether `flow` is an append flow into a streaming table, as an update decides it
@@ -287,14 +301,14 @@ class _Analyzer:
     # -- reads inside a flow's query ---------------------------------------------------------------
     def resolve(self, text: str, streaming: bool, options: Mapping[str, str] = NO_OPTIONS
                 ) -> DataFrame | None:
-        # The reader's options change which rows a read gives, not their schema: analyzed
-        # against empty inputs, a query is the same with or without them.
+        # The reader's options change which rows a read gives; of their schema, only a change
+        # feed's columns (`readChangeFeed`), which the empty input of a dataset gets too.
         name = text if self.scope is None else \
             (self.scope.dataset(text, self.graph.outputs) or text)
         if self.reading:
             self.reads[self.reading[-1]].append(Read(name, streaming))
         if name not in self.graph.outputs and self.scope is not None:
-            return self._external(text, streaming)
+            return self._external(text, streaming, options)
         if name not in self.graph.outputs:
             if not self.spark.catalog.tableExists(name):
                 raise GraphError(f"reads `{name}`, which no pipeline file defines (datasets: "
@@ -305,7 +319,8 @@ class _Analyzer:
         if self.graph.is_view(name):  # inlined into the reader, as an update does
             return self._inline_view(name)
         # In the reading flow's session: what it builds on the read is analyzed there.
-        return _empty(pipeline_session.current(self.spark), self.dataset(name), streaming)
+        return _empty(pipeline_session.current(self.spark), _as_read(self.dataset(name), options),
+                      streaming)
 
 
 def analyze(spark: SparkSession, settings: Settings | None, files: Sequence[Path],
@@ -423,6 +438,13 @@ def _outside_source(flow: Flow | AutoCdcSpec | SnapshotCdcSpec) -> str:
     if isinstance(flow, SnapshotCdcSpec) and flow.source_table is None:
         return flow.source_label()
     return ""
+
+
+def _as_read(schema: StructType, options: Mapping[str, str]) -> StructType:
+    """A table's schema as a read with `options` gives it: a change feed's adds its columns."""
+    if {k.lower(): str(v).lower() for k, v in options.items()}.get("readchangefeed") == "true":
+        return StructType([*schema.fields, *CHANGE_FEED_COLUMNS])
+    return schema
 
 
 def _empty(spark: SparkSession, schema: StructType, streaming: bool) -> DataFrame:
