@@ -9,6 +9,12 @@ Expected rows are dicts (or Rows) naming the columns they check: the table's oth
 not compared, unless `columns` names them. Values are taken as the table's column types (text
 for a timestamp or a date in ISO 8601, a number for a decimal), so a test writes them as a
 fixture file does.
+
+A DataFrame that is a whole Delta table as Delta's reader gives it (the harness's `table(name)`,
+`spark.read.format("delta").load(path)`) is read at its latest version as the files its log
+names (`snapshot_files.read_latest`): the rows Delta's reader would give at that moment, without
+the Spark jobs that rebuild the state of a version the session has not read, about a second
+for a table an update has just written.
 """
 
 from __future__ import annotations
@@ -47,7 +53,7 @@ def assert_table(actual: Any, expected: Iterable[Mapping[str, Any]] | Any, *,
         raise TableMismatch(f"{name or 'the table'} has no column {', '.join(unknown)}; its "
                             f"columns: {', '.join(actual.columns)}")
     types = {f.name: f.dataType for f in actual.schema.fields}
-    table = actual.select(*[f"`{c}`" for c in wanted])
+    table = _latest_files(actual).select(*[f"`{c}`" for c in wanted])
     got = [tuple(row) for row in table.collect()]
     want = [tuple(_as_type(r.get(c), types[c]) for c in wanted) for r in expected_rows]
     try:
@@ -56,6 +62,26 @@ def assert_table(actual: Any, expected: Iterable[Mapping[str, Any]] | Any, *,
     except PySparkAssertionError as err:
         raise TableMismatch(_report(name, wanted, got, want, ordered, rtol, atol)
                             + f"\n\npyspark.testing.assertDataFrameEqual:\n{err}") from None
+
+
+def _latest_files(df: Any) -> Any:
+    """`df` itself, or, when it reads a whole Delta table at its latest version and nothing
+    else, the same table read as the files its latest version's log names."""
+    from exactly_once.local.storage.snapshot_files import read_latest
+
+    plan = df._jdf.queryExecution().analyzed()
+    if plan.getClass().getSimpleName() != "LogicalRelation":
+        return df
+    try:  # Delta's relation is a file-based one (a subclass of Spark's HadoopFsRelation)
+        index = plan.relation().location()
+    except Exception:  # noqa: BLE001 - a relation of another kind has no file index
+        return df
+    if index.getClass().getSimpleName() != "TahoeLogFileIndex" or index.isTimeTravelQuery() \
+            or not index.partitionFilters().isEmpty():
+        return df
+    uri = index.path().toUri()  # a local table as the runtime names it, not as `file:/...`
+    where = uri.getPath() if uri.getScheme() in (None, "file") else index.path().toString()
+    return read_latest(df.sparkSession, str(where))
 
 
 def _report(name: str | None, columns: list[str], got: list[tuple], want: list[tuple],
