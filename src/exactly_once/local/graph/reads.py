@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from types import MappingProxyType
 from typing import Any
 
 from pyspark.sql import DataFrame, DataFrameReader, SparkSession
@@ -23,7 +24,7 @@ from pyspark.sql.streaming.readwriter import DataStreamReader
 # (name, streaming, the reader's options) -> the dataset's DataFrame, or None when the pipeline
 # does not define it
 Resolver = Callable[[str, bool, Mapping[str, str]], DataFrame | None]
-NO_OPTIONS: Mapping[str, str] = {}
+NO_OPTIONS: Mapping[str, str] = MappingProxyType({})  # shared: read-only
 LIVE = "live"
 
 
