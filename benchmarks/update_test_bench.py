@@ -3,15 +3,12 @@ A (the change) against B (without it), in one session.
 
     .venv/bin/python benchmarks/update_test_bench.py --change catalog [--pairs 10]
     .venv/bin/python benchmarks/update_test_bench.py --change assert [--pairs 10]
-    .venv/bin/python benchmarks/update_test_bench.py --change event-log [--pairs 10]
 
 `--change catalog`: a dataset's batch read of a table of the local catalog (a fixture, a given
 table) made as the Parquet files the table's log names (`LocalCatalog.read` through
 `snapshot_files.read_latest`), against Delta's reader; the test asserts on `snapshot(name)`.
 `--change assert`: `assert_table` on `table(name)` (Delta's reader) reading the whole table as
 its log's files (testing/compare.py), against collecting Delta's reader.
-`--change event-log`: a new warehouse's event log created empty from a template before its first
-append (`event_log.create_empty`), against created by that append; the test asserts on `table`.
 
 One warm session, as a pytest session of the plugin runs its tests. Each round is an "update
 test" of tests/bundles/tested_taxis, as `pytest_plugin_bench.py` makes it: a new harness (its
@@ -38,7 +35,7 @@ FARES = [{"pickup_zip": 10103, "trips": 2, "total_fare": 12.5}]
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--change", choices=("catalog", "assert", "event-log"), required=True)
+    parser.add_argument("--change", choices=("catalog", "assert"), required=True)
     parser.add_argument("--pairs", type=int, default=10)
     args = parser.parse_args()
 
@@ -46,7 +43,6 @@ def main() -> None:
 
     from exactly_once.local.catalog import catalog
     from exactly_once.local.engine.session import build_session
-    from exactly_once.local.observe import event_log
     from exactly_once.testing import assert_table, compare
     from exactly_once.testing.harness import PipelineHarness
     from exactly_once.workspace.pipelines import local_pipeline, open_bundle
@@ -57,11 +53,7 @@ def main() -> None:
     def as_given(df: DataFrame) -> DataFrame:
         return df
 
-    def not_first(spark: SparkSession, path: object) -> None:
-        return None
-
     as_files, latest_files = catalog.read_latest, compare._latest_files
-    created_empty = event_log.create_empty
     work = Path(tempfile.mkdtemp(prefix="update-test-bench-"))
     spark = build_session(work / "spark")
     pid = driver_pid(spark)
@@ -74,10 +66,8 @@ def main() -> None:
         tests += 1
         if args.change == "catalog":
             catalog.read_latest = as_files if side == "A" else by_delta  # type: ignore[assignment]
-        elif args.change == "assert":
-            compare._latest_files = latest_files if side == "A" else as_given
         else:
-            event_log.create_empty = created_empty if side == "A" else not_first  # type: ignore[assignment]
+            compare._latest_files = latest_files if side == "A" else as_given
         cpu, began = jvm_cpu(pid), time.perf_counter()
         harness = PipelineHarness(spark, local_pipeline(bundle), work / f"test-{tests}")
         harness.given("samples.nyctaxi.trips", TRIPS)

@@ -42,7 +42,6 @@ from __future__ import annotations
 import uuid
 from datetime import datetime, timezone
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -52,10 +51,9 @@ from exactly_once.local.auto_cdc.from_snapshot.versions import shown
 from exactly_once.local.graph.event_hooks import HOOK_PROGRESS, HookRun
 from exactly_once.local.observe.progress import FlowResult
 from exactly_once.local.observe.timeline import Span, Timeline
-from exactly_once.local.storage import delta_log, table_definition
+from exactly_once.local.storage import delta_log
 from exactly_once.local.storage.files import StoragePath
 from exactly_once.local.storage.snapshot_files import read_latest
-from exactly_once.local.storage.table_definition import TableDefinition
 from exactly_once.local.storage.warehouse import Warehouse, statistics_of
 
 PIPELINE_NAME = "exactly_once"
@@ -163,7 +161,6 @@ def append(spark: SparkSession, warehouse: Warehouse, results: list[FlowResult],
         return []
     path = warehouse.event_log_path().resolve()
     pipeline_id = _pipeline_id(warehouse)
-    create_empty(spark, path)
     start = (delta_log.latest_version(path) + 1) * SEQUENCE_STRIDE
     rows = [flow_progress_row(r, update_id, start + i, pipeline_id)
             for i, r in enumerate(results)]
@@ -185,22 +182,9 @@ def append_hook_progress(spark: SparkSession, warehouse: Warehouse, runs: list[H
     if not runs:
         return
     path = warehouse.event_log_path().resolve()
-    create_empty(spark, path)
     start = (delta_log.latest_version(path) + 1) * SEQUENCE_STRIDE
     _appended(spark, path, [hook_progress_row(run, update_id, start + i, _pipeline_id(warehouse))
                             for i, run in enumerate(runs)])
-
-
-def create_empty(spark: SparkSession, path: StoragePath) -> None:
-    """A new warehouse's event log as an empty table, on a local disk, before its first append:
-    after the process's first, that commit is a template's (storage/table_templates.py), no
-    statement in the JVM, where an append that creates the table makes Delta build the table's
-    metadata and protocol with the rows (an update test's event log 0.15 s against 0.19,
-    BENCHMARKS.md, "A test of your pipeline"). On an object store the append creates it: a
-    commit there costs more than it saves."""
-    if isinstance(path, Path) and not delta_log.is_delta_table(path):
-        table_definition.create(spark, str(path), TableDefinition(), _schema(),
-                                statistics_of(STATISTICS_COLUMNS))
 
 
 def _appended(spark: SparkSession, path: StoragePath, rows: list[tuple]) -> list[dict[str, Any]]:
