@@ -58,7 +58,7 @@ class ReadScope:
         table = self.table(text)
         if table is None:
             return None
-        df = self.catalog.read(spark, table, streaming, options or {})
+        df = self.catalog.read(spark, table, streaming, options)
         if df is not None:
             return df
         self.require(spark, text, table, dataset, datasets)

@@ -259,11 +259,12 @@ class PipelineUpdate:
         if streaming:
             setup.streamed.add(name)
         path = self.warehouse.table_path(name).resolve()
-        if not streaming and options:
-            # Delta's reader, as the options ask (`versionAsOf`, ...); not a read of the latest
-            # version, so not one a view's refresh can be skipped for (unchanged.py).
-            return session.read.format("delta").options(**options).load(str(path))
-        if not streaming:  # the files its log names: no rebuild of its Delta state
+        if not streaming:
+            if options:
+                # Delta's reader, as the options ask (`versionAsOf`, ...); not a read of the
+                # latest version, so not one a view's refresh can be skipped for (unchanged.py).
+                return session.read.format("delta").options(**options).load(str(path))
+            # The files its log names: no rebuild of its Delta state.
             setup.batch_reads[name] = (str(path), delta_log.latest_version(path))
             return read_latest(session, str(path))
         reader = session.readStream.format("delta").options(**options)
