@@ -49,6 +49,20 @@ def calls_into_the_jvm(spark: SparkSession):
         client.send_command = send
 
 
+class CallsByStep:
+    """An AUTO CDC batch's step recorder (`BatchWrite.step`) counting the py4j calls each named
+    step sends to the JVM (`calls_into_the_jvm`): `calls[step]`."""
+
+    def __init__(self, spark: SparkSession):
+        self.spark, self.calls = spark, {}
+
+    @contextmanager
+    def __call__(self, name: str):
+        with calls_into_the_jvm(self.spark) as calls:
+            yield
+        self.calls[name] = self.calls.get(name, 0) + len(calls)
+
+
 def _events_delivered(spark: SparkSession):
     """The session's JVM SparkContext once its listener bus has delivered every event so far:
     Spark's status stores learn of jobs and executions asynchronously, and under load they

@@ -74,6 +74,20 @@ def test_warn_keeps_drop_removes_and_both_are_counted(spark, settings, tmp_path)
     assert summary.dropped_records == 0 and summary.output_rows == 1
 
 
+def test_a_constraint_counts_as_its_own_sql_says(spark):
+    """The runtime writes each constraint into SQL of its own (expectations.py): a `--` comment
+    ends with the constraint's line, an OR binds inside it, and NULL fails, as on Databricks."""
+    df = spark.createDataFrame([(1, 5), (2, -1), (None, 3), (4, None)], "id BIGINT, v BIGINT")
+    checked, observed = ex.apply_expectations(df, [
+        ex.Expectation("positive", "v > 0 -- what a price is", ex.WARN),
+        ex.Expectation("known", "id IS NOT NULL OR v < 0", ex.DROP)], "d")
+    assert sorted(tuple(r) for r in checked.collect()) == [(1, 5), (2, -1), (4, None)]
+    observed.collect()
+    assert [(m.name, m.passed_records, m.failed_records) for m in observed.metrics] == [
+        ("positive", 2, 2), ("known", 3, 1)]
+    assert observed.dropped_records == 1
+
+
 @pytest.mark.parametrize("kind", ["streaming", "batch"])
 def test_fail_stops_the_flow_and_leaves_the_target_unchanged(spark, settings, tmp_path, kind):
     from delta.tables import DeltaTable

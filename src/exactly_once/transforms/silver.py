@@ -87,8 +87,9 @@ def event_schema(topic: TopicSettings) -> StructType:
 
 def rule_failures(rules: dict[str, str]) -> list[Column]:
     """One column per rule: the rule's name where the row breaks it (false or NULL), else NULL."""
-    return [F.when(~F.coalesce(F.expr(sql), F.lit(False)), F.lit(name)) for name, sql in
-            rules.items()]
+    # The rule's SQL inside SQL (a line of its own: a `--` comment in it ends with it).
+    return [F.when(F.expr(f"NOT coalesce((\n{sql}\n), false)"), F.lit(name))
+            for name, sql in rules.items()]
 
 
 def _document(text: Column, digest: Column) -> Column:

@@ -26,6 +26,7 @@ from pyspark.sql.types import (
 
 from exactly_once.errors import DeclarationError, FlowError
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
+from exactly_once.local.engine.sql_columns import identifier, struct_sql
 from exactly_once.local.storage import delta_log
 from exactly_once.local.storage.schema_evolution import stored_schema
 from exactly_once.local.storage.snapshot_files import read_latest
@@ -157,9 +158,8 @@ def tie_break(columns: list[str]) -> Column:
     are NULL are left out of it: a column the target gains later (a field added to the
     contract) is NULL in every event before it, and changes none of their decisions.
     """
-    content = F.to_json(F.struct(*[F.col(f"`{c}`") for c in columns]),
-                        {"ignoreNullFields": "true"})
-    return F.struct(F.col(IS_DELETE).alias("deleted"), F.sha2(content, 256).alias("content"))
+    content = f"to_json({struct_sql(columns)}, map('ignoreNullFields', 'true'))"
+    return F.expr(f"struct({IS_DELETE} AS deleted, sha2({content}, 256) AS content)")
 
 
 def tag_events(events: DataFrame, spec: AutoCdcSpec) -> DataFrame:
@@ -191,10 +191,10 @@ def tag_events(events: DataFrame, spec: AutoCdcSpec) -> DataFrame:
 def batch_counts_observed(events: DataFrame, observation: Observation) -> DataFrame:
     """`events` (tagged), counted by `observation` in the pass that first reads them: the batch's
     counts cost no job of their own."""
-    rejected = F.col(REJECT_REASON) != ""
-    return events.observe(observation, F.count(F.lit(1)).alias("total"),
-                          F.count_if(rejected).alias("rejected"),
-                          F.count_if(~rejected & F.col(IS_TRUNCATE)).alias("truncates"))
+    rejected = f"{REJECT_REASON} != ''"
+    return events.observe(observation, F.expr("count(1) AS total"),
+                          F.expr(f"count_if({rejected}) AS rejected"),
+                          F.expr(f"count_if(NOT ({rejected}) AND {IS_TRUNCATE}) AS truncates"))
 
 
 def observed_counts(observation: Observation) -> BatchCounts:
@@ -265,7 +265,7 @@ def keys_predicate(rows: DataFrame, spec: AutoCdcSpec) -> str:
     (collected now, a batch's keys: one Spark job; made distinct here, not by a shuffle). Keys
     of a type that has no exact string form (a timestamp, a double, a struct...) compare as
     `to_json` of the keys, which both sides compute in the same session."""
-    keys = ["`" + k.replace("`", "``") + "`" for k in spec.keys]
+    keys = [identifier(k) for k in spec.keys]
     types = [rows.schema[k].dataType for k in spec.keys]
     if all(isinstance(t, _CAST_FROM_STRING) for t in types):
         found = rows.select(*[F.col(k).cast("string") for k in keys]).collect()

@@ -66,6 +66,7 @@ from exactly_once.local.auto_cdc.changes import (
 from exactly_once.local.auto_cdc.commits import BatchWrite
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.engine.materialize import computed_once, in_driver
+from exactly_once.local.engine.sql_columns import identifier, struct_of
 from exactly_once.local.storage import delta_log, schema_evolution
 from exactly_once.local.storage.delta_log import is_delta_table
 from exactly_once.local.storage.warehouse import (
@@ -82,6 +83,7 @@ STORED_SEQUENCE = "__stored_sequence"
 STORED_TIE = "__stored_tie"
 STORED_DELETED = "__stored_deleted"
 IN_TARGET = "__in_target"  # whether the state table says the target holds the change's key
+LOWEST_TIE = "struct(false AS deleted, '' AS content)"  # below every stored tie-break (SQL)
 
 
 def target_schema(spec: AutoCdcSpec, source: DataFrame) -> StructType:
@@ -125,12 +127,11 @@ def latest_per_key(events: DataFrame, spec: AutoCdcSpec) -> DataFrame:
     """Per key, the one event with the highest (SEQUENCE, TIE), a real event before a truncate's
     synthetic delete at the same point: one aggregation (events carry SEQUENCE and TIE)."""
     others = [c for c in events.columns if c not in spec.keys]
-    rank = F.struct(F.col(SEQUENCE), F.col(TIE), (~F.col(SYNTHETIC)).alias("real"))
-    row = F.struct(*[F.col(f"`{c}`") for c in others])
-    return events.groupBy(*[F.col(f"`{k}`") for k in spec.keys]) \
-        .agg(F.max_by(row, rank).alias("__row")) \
-        .select(*[F.col(f"`{k}`") for k in spec.keys],
-                *[F.col(f"__row.`{c}`").alias(c) for c in others])
+    rank = F.expr(f"struct({SEQUENCE}, {TIE}, NOT {SYNTHETIC} AS real)")
+    keys = [F.col(identifier(k)) for k in spec.keys]
+    # The row's fields back as columns by `__row.*`: one expression, not two calls a column.
+    return events.groupBy(*keys).agg(F.max_by(struct_of(others), rank).alias("__row")) \
+        .select(*keys, F.col("__row.*"))
 
 
 def stored_state(spark: SparkSession, state_path: str, spec: AutoCdcSpec,
@@ -138,14 +139,12 @@ def stored_state(spark: SparkSession, state_path: str, spec: AutoCdcSpec,
     """Each key's stored state: its newest row in the state log, as STORED_* columns; of the
     keys `of_keys` holds, when given (`changes.state_of_keys`)."""
     state = state_of_keys(spark, state_path, of_keys, spec)
-    lowest_tie = F.struct(F.lit(False).alias("deleted"), F.lit("").alias("content"))
-    tie = F.coalesce(F.col(TIE), lowest_tie)  # rows written before ties were stored
-    last = F.max_by(F.struct(F.col(SEQUENCE).alias("s"), tie.alias("t"),
-                             F.col(IS_DELETE).alias("d"), F.col(DELETED_AT).alias("at")),
-                    F.struct(F.col(SEQUENCE), tie))
-    return state.groupBy(*spec.keys).agg(last.alias("__last")).select(
-        *spec.keys, F.col("__last.s").alias(STORED_SEQUENCE), F.col("__last.t").alias(STORED_TIE),
-        F.col("__last.d").alias(STORED_DELETED), F.col("__last.at").alias(DELETED_AT))
+    tie = f"coalesce({TIE}, {LOWEST_TIE})"  # rows written before ties were stored
+    last = F.expr(f"max_by(struct({SEQUENCE} AS s, {tie} AS t, {IS_DELETE} AS d, "
+                  f"{DELETED_AT} AS at), struct({SEQUENCE}, {tie})) AS __last")
+    return state.groupBy(*[F.col(identifier(k)) for k in spec.keys]).agg(last).selectExpr(
+        *[identifier(k) for k in spec.keys], f"__last.s AS {STORED_SEQUENCE}",
+        f"__last.t AS {STORED_TIE}", f"__last.d AS {STORED_DELETED}", f"__last.at AS {DELETED_AT}")
 
 
 def _truncates_as_deletes(events: DataFrame, stored: DataFrame, spec: AutoCdcSpec) -> DataFrame:
@@ -269,24 +268,22 @@ def _plan_changes(spark: SparkSession, batch: DataFrame, spec: AutoCdcSpec, stat
     if spec.apply_as_truncates is not None:
         good = _truncates_as_deletes(good, stored, spec)
     good = good.withColumn(TIE, tie_break(columns))
-    lowest_tie = F.struct(F.lit(False).alias("deleted"), F.lit("").alias("content"))
-    newer = F.struct(F.col(SEQUENCE).alias("s"), F.col(TIE).alias("t")) > F.struct(
-        F.col(STORED_SEQUENCE).alias("s"),
-        F.coalesce(F.col(STORED_TIE), lowest_tie).alias("t"))
+    newer = f"struct({SEQUENCE} AS s, {TIE} AS t) > " \
+        f"struct({STORED_SEQUENCE} AS s, coalesce({STORED_TIE}, {LOWEST_TIE}) AS t)"
     # A key is in the target unless it was never applied or its last change was a delete
     # (unknown, as for a state row without its delete flag, counts as in it).
-    held = F.coalesce(F.col(STORED_SEQUENCE).isNotNull() & ~F.col(STORED_DELETED), F.lit(True))
+    held = f"coalesce({STORED_SEQUENCE} IS NOT NULL AND NOT {STORED_DELETED}, true)"
     fresh = good.join(stored, list(spec.keys), "left").where(
-        F.col(STORED_SEQUENCE).isNull() | newer
-    ).withColumn(IN_TARGET, held).drop(STORED_SEQUENCE, STORED_TIE, STORED_DELETED)
+        F.expr(f"{STORED_SEQUENCE} IS NULL OR {newer}")
+    ).withColumn(IN_TARGET, F.expr(held)).drop(STORED_SEQUENCE, STORED_TIE, STORED_DELETED)
     ignored = null_ignoring(spec, columns)
     if ignored:
         fresh = fill_null_updates(fresh, spec, ignored)
     counts = Observation()
     changes = latest_per_key(fresh, spec).observe(
-        counts, F.count(F.lit(1)).alias("applied"), F.count_if(F.col(IS_DELETE)).alias("deletes"),
-        F.count_if(F.col(SYNTHETIC)).alias("from_truncates"),
-        F.count_if(F.col(IN_TARGET)).alias("in_target"))
+        counts, F.expr("count(1) AS applied"), F.expr(f"count_if({IS_DELETE}) AS deletes"),
+        F.expr(f"count_if({SYNTHETIC}) AS from_truncates"),
+        F.expr(f"count_if({IN_TARGET}) AS in_target"))
     return changes, tagged, observed, counts
 
 

@@ -55,6 +55,7 @@ from exactly_once.local.auto_cdc.changes import (
 from exactly_once.local.auto_cdc.commits import BatchWrite
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.engine.materialize import computed_once
+from exactly_once.local.engine.sql_columns import identifier, struct_of
 from exactly_once.local.storage import delta_log, schema_evolution
 from exactly_once.local.storage.delta_log import is_delta_table
 from exactly_once.local.storage.warehouse import (
@@ -128,31 +129,30 @@ def versions_of(history: DataFrame, spec: AutoCdcSpec, columns: list[str],
         history = fill_null_updates(history, spec, ignored).drop(RESET)
     by_sequence = Window.partitionBy(*spec.keys).orderBy(SEQUENCE)
     so_far = by_sequence.rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    tracked_value = F.struct(*[F.col(f"`{c}`") for c in tracked]) if tracked else F.lit(True)
+    tracked_value = struct_of(tracked) if tracked else F.lit(True)
     previous_delete = F.lag(IS_DELETE).over(by_sequence)
     opens_version = ~F.col(IS_DELETE) & (
         previous_delete.isNull() | previous_delete
         | ~F.lag(tracked_value).over(by_sequence).eqNullSafe(tracked_value))
     runs = history.withColumn("__next", F.lead(SEQUENCE).over(by_sequence)) \
         .withColumn("__run", F.sum((opens_version | F.col(IS_DELETE)).cast("int")).over(so_far))
-    last = F.struct(*[F.col(f"`{c}`") for c in columns], F.col("__next").alias(END_AT))
+    last = F.expr(f"struct({', '.join([*map(identifier, columns), f'__next AS {END_AT}'])})")
     versions = runs.where(~F.col(IS_DELETE)).groupBy(*spec.keys, "__run").agg(
         F.min(SEQUENCE).alias(START_AT), F.max_by(last, F.col(SEQUENCE)).alias("__last"))
-    return versions.select(
-        *[F.col(f"`{c}`") if c in spec.keys else F.col(f"__last.`{c}`").alias(c) for c in order],
-        START_AT, F.col(f"__last.{END_AT}").alias(END_AT))
+    # SQL strings: a column each, where `F.col(...).alias(...)` was three py4j calls.
+    fields = [identifier(c) if c in spec.keys else f"__last.{identifier(c)} AS {identifier(c)}"
+              for c in order]
+    return versions.selectExpr(*fields, START_AT, f"__last.{END_AT} AS {END_AT}")
 
 
 def _one_per_sequence(events: DataFrame, spec: AutoCdcSpec) -> DataFrame:
     """Per (key, sequence) the event with the highest tie-break (events carry TIE): one
     aggregation."""
-    group = [*spec.keys, SEQUENCE]
-    others = [c for c in events.columns if c not in group]
-    row = F.struct(*[F.col(f"`{c}`") for c in others])
-    return events.groupBy(*[F.col(f"`{c}`") for c in group]) \
-        .agg(F.max_by(row, F.col(TIE)).alias("__row")) \
-        .select(*[F.col(f"`{c}`") for c in group],
-                *[F.col(f"__row.`{c}`").alias(c) for c in others])
+    group = [F.col(identifier(c)) for c in (*spec.keys, SEQUENCE)]
+    others = [c for c in events.columns if c not in (*spec.keys, SEQUENCE)]
+    # The row's fields back as columns by `__row.*`: one expression, not two calls a column.
+    return events.groupBy(*group).agg(F.max_by(struct_of(others), F.col(TIE)).alias("__row")) \
+        .select(*group, F.col("__row.*"))
 
 
 def journal_events(spark: SparkSession, state_path: str, spec: AutoCdcSpec,
@@ -197,8 +197,9 @@ def _plan_fresh(spark: SparkSession, batch: DataFrame, spec: AutoCdcSpec, state_
     columns = data_columns(spec, batch.columns)
     tagged = tag_events(batch, spec)
     observed = Observation()
-    good = batch_counts_observed(tagged, observed).where(F.col(REJECT_REASON) == "").select(
-        *spec.keys, SEQUENCE, IS_DELETE, *columns).withColumn(TIE, tie_break(columns))
+    good = batch_counts_observed(tagged, observed).where(F.col(REJECT_REASON) == "") \
+        .selectExpr(*map(identifier, (*spec.keys, SEQUENCE, IS_DELETE, *columns))) \
+        .withColumn(TIE, tie_break(columns))
     journal = journal_events(spark, state_path, spec, columns, of_keys=batch)
     journaled = journal.select(*spec.keys, SEQUENCE, F.col(TIE).alias("__journal_tie"))
     counts = Observation()

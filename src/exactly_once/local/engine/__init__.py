@@ -14,6 +14,7 @@
     class_archive.py    the JVM's class-data-sharing archive, mapped at start
     py4j_lookups.py     the classes, packages and static methods PySpark names, looked up
                         once per gateway
+    sql_columns.py      columns built as SQL text: one py4j call, not one a column
     update_settings.py  the settings an update runs with (the pipeline's configuration too),
                         and those of one block (a MERGE's); the session's own back after
     pipeline_session.py the session pipeline code sees on each thread; a flow's own (spark_conf)

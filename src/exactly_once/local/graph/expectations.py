@@ -34,10 +34,11 @@ from typing import Any
 
 from pyspark.errors import PySparkRuntimeError
 from pyspark.pipelines.graph_element_registry import get_active_graph_element_registry
-from pyspark.sql import Column, DataFrame, Observation
+from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 
 from exactly_once.errors import ExpectationError, first_line
+from exactly_once.local.engine.sql_columns import struct_of
 from exactly_once.local.engine.sql_parser import parse_error
 
 WARN, DROP, FAIL = "warn", "drop", "fail"
@@ -204,22 +205,25 @@ class ObservedExpectations:
 
 def apply_expectations(df: DataFrame, expectations: list[Expectation],
                        dataset: str) -> tuple[DataFrame, ObservedExpectations | None]:
-    """`df` with the expectations enforced and counted; None when there are none."""
+    """`df` with the expectations enforced and counted; None when there are none.
+
+    Built as SQL text (engine/sql_columns.py): a flow's query is built every update, and each
+    expectation as Columns was about ten py4j calls. A constraint is its own line in that
+    text, so a `--` comment in it ends where it does."""
     if not expectations:
         return df, None
     columns = df.columns
     # Names unique and constraints parsed: checked when the graph completed.
-    flags = [(f"__expect_{i}", e, F.coalesce(F.expr(e.constraint), F.lit(False)))
-             for i, e in enumerate(expectations)]
-    checked = df.select("*", *[cond.alias(col) for col, _, cond in flags])
-    ok = {col: F.col(col) for col, _, _ in flags}
-    drop_ok = _all_true([ok[col] for col, e, _ in flags if e.action == DROP])
+    flags = [(f"__expect_{i}", e) for i, e in enumerate(expectations)]
+    checked = df.select("*", *[F.expr(f"coalesce((\n{e.constraint}\n), false) AS {col}")
+                               for col, e in flags])
+    drop_ok = " AND ".join(col for col, e in flags if e.action == DROP) or "true"
 
     name = f"expectations_{dataset}_{next(_ids)}"
-    metrics = [F.count(F.lit(1)).alias("total"),
-               *[F.count_if(~ok[col]).alias(f"failed_{i}") for i, (col, _, _) in
+    metrics = [F.expr("count(1) AS total"),
+               *[F.expr(f"count_if(NOT {col}) AS failed_{i}") for i, (col, _) in
                  enumerate(flags)],
-               F.count_if(~drop_ok).alias("dropped")]
+               F.expr(f"count_if(NOT ({drop_ok})) AS dropped")]
     observed = ObservedExpectations(name, dataset, list(expectations))
     if df.isStreaming:
         checked = checked.observe(name, *metrics)
@@ -227,24 +231,17 @@ def apply_expectations(df: DataFrame, expectations: list[Expectation],
         observed.observation = Observation(name)
         checked = checked.observe(observed.observation, *metrics)
 
-    fails = [(ok[col], e) for col, e, _ in flags if e.action == FAIL]
+    fails = [(col, e) for col, e in flags if e.action == FAIL]
     if fails:
-        failed_name = F.coalesce(*[F.when(~c, F.lit(e.name)) for c, e in fails])
-        record = F.to_json(F.struct(*[F.col(f"`{c}`") for c in columns]))
+        failed_name = F.coalesce(*[F.when(~F.col(col), F.lit(e.name)) for col, e in fails])
+        record = F.to_json(struct_of(columns))
         message = F.concat(F.lit("expectation `"), failed_name,
                            F.lit(f"` on dataset `{dataset}` failed for record: "), record)
         checked = checked.where(F.when(failed_name.isNotNull(), F.raise_error(message))
                                 .otherwise(F.lit(True)))
     if any(e.action == DROP for e in expectations):
-        checked = checked.where(drop_ok)
-    return checked.drop(*ok), observed
-
-
-def _all_true(conditions: list[Column]) -> Column:
-    result = F.lit(True)
-    for c in conditions:
-        result = result & c
-    return result
+        checked = checked.where(F.expr(drop_ok))
+    return checked.drop(*[col for col, _ in flags]), observed
 
 
 def failure_message(err: BaseException) -> str | None:
