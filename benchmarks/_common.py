@@ -189,3 +189,18 @@ def _object(payload: str | None) -> dict:
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}
+
+
+def history_warehouse(work: Path) -> tuple[Any, int, Feed, Any]:
+    """The user's loop, set up as the suite's session has it: a warm session (`suite_session`),
+    its driver's pid, a feed of a 1,000-event history (`Feed`), the settings that read it, and
+    `work / "warehouse"` built from it by one update. Benchmarks then append 80 events an update."""
+    from exactly_once.local.execution.pipeline import run_pipeline
+    from exactly_once.settings.pipeline import load_settings
+
+    spark = suite_session(work)
+    feed = Feed.for_history(work / "feed", 1000)
+    feed.append(1000, seed=1000)
+    settings = replace(load_settings("local"), source=feed.source)
+    run_pipeline(spark, settings, work / "warehouse")
+    return spark, driver_pid(spark), feed, settings

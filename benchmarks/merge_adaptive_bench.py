@@ -20,11 +20,10 @@ import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from _common import Feed, commit, driver_pid, jvm_cpu, suite_session
+from _common import commit, history_warehouse, jvm_cpu
 
 
 def main() -> None:
@@ -35,7 +34,6 @@ def main() -> None:
     from exactly_once.local.execution.pipeline import run_pipeline
     from exactly_once.local.observe.timeline import Timeline
     from exactly_once.local.storage import idempotent
-    from exactly_once.settings.pipeline import load_settings
 
     without = idempotent.set_for_block
 
@@ -45,12 +43,7 @@ def main() -> None:
 
     ways = {"without": without, "with": with_adaptive}
     work = Path(tempfile.mkdtemp(prefix="merge-adaptive-bench-"))
-    spark = suite_session(work)
-    pid = driver_pid(spark)
-    feed = Feed.for_history(work / "feed", 1000)
-    feed.append(1000, seed=1000)
-    settings = replace(load_settings("local"), source=feed.source)
-    run_pipeline(spark, settings, work / "warehouse")
+    spark, pid, feed, settings = history_warehouse(work)
     updates = 0
 
     def update(way: str) -> tuple[float, float, float]:

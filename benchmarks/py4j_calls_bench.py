@@ -28,11 +28,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 
-from _common import REPO, Feed, commit, driver_pid, jvm_cpu, suite_session
+from _common import REPO, commit, history_warehouse, jvm_cpu
 
 BASELINE = "2f3d237"  # a column, an alias and a list element a py4j call each
 AUTO_CDC = "exactly_once.local.auto_cdc"
@@ -72,7 +71,6 @@ def main() -> None:
     from exactly_once.local.execution import update as pipeline_update
     from exactly_once.local.execution.pipeline import run_pipeline
     from exactly_once.local.observe.timeline import Timeline
-    from exactly_once.settings.pipeline import load_settings
     from exactly_once.transforms import silver
 
     work = Path(tempfile.mkdtemp(prefix="py4j-calls-bench-"))
@@ -92,12 +90,7 @@ def main() -> None:
         return send(self, command, *rest, **named)
 
     clientserver.JavaClient.send_command = counted  # type: ignore[method-assign]
-    spark = suite_session(work)
-    pid = driver_pid(spark)
-    feed = Feed.for_history(work / "feed", 1000)
-    feed.append(1000, seed=1000)
-    settings = replace(load_settings("local"), source=feed.source)
-    run_pipeline(spark, settings, work / "warehouse")
+    spark, pid, feed, settings = history_warehouse(work)
     updates = 0
 
     def update(side: str) -> tuple[float, float, float, float, int]:

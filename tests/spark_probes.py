@@ -63,6 +63,26 @@ class CallsByStep:
         self.calls[name] = self.calls.get(name, 0) + len(calls)
 
 
+def plan_calls_of_a_wide_batch(spark: SparkSession, scd, spec, schema: str, row: tuple,
+                               folder) -> dict[str, int]:
+    """One batch of `row` and 20 more string columns applied by SCD module `scd` (scd1, scd2)
+    to new tables under `folder`: the py4j calls of each of its steps (`CallsByStep`)."""
+    from exactly_once.local.auto_cdc.commits import BatchWrite
+    from exactly_once.local.storage.warehouse import AutoCdcTables
+
+    wide = ", ".join(f"c{i} STRING" for i in range(20))
+    batch = spark.createDataFrame([(*row, *["x"] * 20)], f"{schema}, {wide}")
+    tables = AutoCdcTables(*(str(folder / name) for name in ("target", "state", "rejected")))
+    spark.createDataFrame([], scd.target_schema(spec, batch)).write.format("delta") \
+        .save(tables.target)
+    scd.ensure_state_table(spark, spec, batch, tables.state)
+    steps = CallsByStep(spark)
+    scd.apply_batch(spark, batch, spec, tables, BatchWrite("test-query", 0, replayed=False,
+                                                           step=steps))
+    assert delta_log.row_count(tables.target) == 1
+    return steps.calls
+
+
 def _events_delivered(spark: SparkSession):
     """The session's JVM SparkContext once its listener bus has delivered every event so far:
     Spark's status stores learn of jobs and executions asynchronously, and under load they

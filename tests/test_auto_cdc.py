@@ -9,15 +9,15 @@ import pytest
 from auto_cdc_crash import crash_after_target_commit
 from pyspark.sql import functions as F
 from spark_probes import (
-    CallsByStep,
     ShuffledRowsByStep,
     calls_into_the_jvm,
     last_operation,
+    plan_calls_of_a_wide_batch,
     runs_python_worker,
     scan_of,
 )
 
-from exactly_once.local.auto_cdc import changes
+from exactly_once.local.auto_cdc import changes, scd1
 from exactly_once.local.auto_cdc.commits import BatchWrite
 from exactly_once.local.auto_cdc.scd1 import (
     apply_scd1_batch,
@@ -289,20 +289,10 @@ def test_a_state_table_with_its_columns_is_checked_without_a_call_into_the_jvm(t
 def test_a_batch_s_plan_is_built_in_a_few_calls_into_the_jvm(spark, tmp_path):
     """Every micro-batch of an AUTO CDC flow builds its plan in the driver, through py4j. Its
     expressions are SQL text (engine/sql_columns.py), not a call per column, alias and list
-    element: 150 calls for this source of 25 columns, as for one of 6 (482 before)."""
-    wide = ", ".join(f"c{i} STRING" for i in range(20))
-    spec = make_spec(except_column_list=())
-    batch = spark.createDataFrame([("a", 1, "upsert", "v", 0, *["x"] * 20)],
-                                  f"{SCHEMA}, {wide}")
-    target, state = str(tmp_path / "target"), str(tmp_path / "state")
-    spark.createDataFrame([], target_schema(spec, batch)).write.format("delta").save(target)
-    ensure_state_table(spark, spec, batch, state)
-    steps = CallsByStep(spark)
-    apply_scd1_batch(spark, batch, spec, target, state,
-                     BatchWrite("test-query", 0, replayed=False, step=steps),
-                     rejected_path=str(tmp_path / "rejected"))
-    assert steps.calls["plan"] <= 200, steps.calls
-    assert delta_log.row_count(target) == 1
+    element: 150 calls for this source of 25 columns, as for one of 6 (475 before)."""
+    calls = plan_calls_of_a_wide_batch(spark, scd1, make_spec(except_column_list=()), SCHEMA,
+                                       ("a", 1, "upsert", "v", 0), tmp_path)
+    assert calls["plan"] <= 200, calls
 
 
 def test_a_state_table_written_before_tombstone_times_and_ties_gets_their_columns(spark, tmp_path):

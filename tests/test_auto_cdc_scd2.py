@@ -7,10 +7,10 @@ import json
 import pytest
 from auto_cdc_crash import crash_after_target_commit
 from pyspark.sql import functions as F
-from spark_probes import CallsByStep, ShuffledRowsByStep, last_operation
+from spark_probes import ShuffledRowsByStep, last_operation, plan_calls_of_a_wide_batch
 
 from exactly_once.errors import FlowError
-from exactly_once.local.auto_cdc import changes
+from exactly_once.local.auto_cdc import changes, scd2
 from exactly_once.local.auto_cdc.commits import BatchWrite
 from exactly_once.local.auto_cdc.scd2 import (
     apply_scd2_batch,
@@ -152,18 +152,9 @@ def test_a_batch_replaces_the_versions_of_its_keys_whatever_their_type(spark, tm
 def test_a_batch_s_plan_is_built_in_a_few_calls_into_the_jvm(spark, tmp_path):
     """As SCD1's (test_auto_cdc.py): the plan's expressions are SQL text, not a call per column,
     alias and list element: under 220 calls for this source of 26 columns (623 before)."""
-    wide = ", ".join(f"c{i} STRING" for i in range(20))
-    spec = history_spec()
-    batch = spark.createDataFrame([("a", 1, "upsert", "new", "", 0, *["x"] * 20)],
-                                  f"{SCHEMA}, {wide}")
-    target, state = str(tmp_path / "target"), str(tmp_path / "state")
-    spark.createDataFrame([], target_schema(spec, batch)).write.format("delta").save(target)
-    ensure_state_table(spark, spec, batch, state)
-    steps = CallsByStep(spark)
-    apply_scd2_batch(spark, batch, spec, target, state,
-                     BatchWrite("test-query", 0, replayed=False, step=steps))
-    assert steps.calls["plan"] <= 220, steps.calls
-    assert delta_log.row_count(target) == 1
+    calls = plan_calls_of_a_wide_batch(spark, scd2, history_spec(), SCHEMA,
+                                       ("a", 1, "upsert", "new", "", 0), tmp_path)
+    assert calls["plan"] <= 220, calls
 
 
 def test_versions_deletes_and_late_events(spark, tmp_path):
