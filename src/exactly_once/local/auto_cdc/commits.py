@@ -19,6 +19,7 @@ from pyspark.sql import functions as F
 
 from exactly_once.local.auto_cdc.changes import REJECT_REASON
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
+from exactly_once.local.engine.sql_columns import struct_sql
 from exactly_once.local.storage import delta_log, idempotent
 from exactly_once.local.storage.delta_log import Marker
 
@@ -92,8 +93,7 @@ def record_rejected(events: DataFrame, source_columns: list[str], spec: AutoCdcS
         return
     rejected = events.where(F.col(REJECT_REASON) != "")
     # Every field, NULLs included: a row rejected for a NULL key shows the key as null.
-    record = F.to_json(F.struct(*[F.col(f"`{c}`") for c in source_columns]),
-                       {"ignoreNullFields": "false"})
+    record = F.expr(f"to_json({struct_sql(source_columns)}, map('ignoreNullFields', 'false'))")
     rows = rejected.select(F.lit(spec.name).alias("flow"),
                            F.lit(write.batch_id).cast("bigint").alias("batch_id"),
                            F.col(REJECT_REASON).alias("reason"), record.alias("record"),

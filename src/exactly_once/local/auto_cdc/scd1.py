@@ -308,7 +308,7 @@ def _apply(spark: SparkSession, spec: AutoCdcSpec, changes: DataFrame, source_co
         if not only_deletes:
             with write.step("target append"):
                 committed = commits.append_once(
-                    changes.where(~F.col(IS_DELETE)).select(*[F.col(f"`{c}`") for c in order]),
+                    changes.where(~F.col(IS_DELETE)).selectExpr(*map(identifier, order)),
                     target_path, spec, "target", write)
     else:
         values: dict[str, str | Column] = {f"`{c}`": f"s.`{c}`" for c in order}

@@ -220,8 +220,7 @@ def _apply(spark: SparkSession, spec: AutoCdcSpec, write: BatchWrite,
     kept = rows_of_keys(journal.drop(TIE), affected, spec) \
         .join(fresh.select(*spec.keys, SEQUENCE), [*spec.keys, SEQUENCE], "left_anti")
     history = kept.unionByName(fresh.drop(TIE))
-    versions = versions_of(history, spec, columns, tracked, order)
-    written = versions.select(*[F.col(f"`{c}`") for c in [*order, START_AT, END_AT]])
+    written = versions_of(history, spec, columns, tracked, order)  # order, START_AT, END_AT
     if delta_log.row_count(target_path) == 0:
         # Nothing to replace in an empty target (its log says no rows): an append of the
         # versions, one write job (scd1.py's `_apply`).
