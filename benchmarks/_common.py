@@ -3,16 +3,19 @@ seconds, a timed update into a new warehouse, and kcat feeds that grow in parts.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
 import statistics
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from exactly_once.kafka.generator import GeneratorConfig, generate_stream
@@ -204,3 +207,22 @@ def history_warehouse(work: Path) -> tuple[Any, int, Feed, Any]:
     settings = replace(load_settings("local"), source=feed.source)
     run_pipeline(spark, settings, work / "warehouse")
     return spark, driver_pid(spark), feed, settings
+
+
+def baseline_module(revision: str, path: str, scratch: Path) -> ModuleType:
+    """`src/exactly_once/<path>` as at `revision`, imported as a module of its own
+    (`baseline_<stem>`) beside this tree's, for an A/B of two commits' code in one session. Its
+    imports of `auto_cdc.changes` go to the baseline's `changes`: load that one first."""
+    source = subprocess.run(["git", "show", f"{revision}:src/exactly_once/{path}"], cwd=REPO,
+                            capture_output=True, text=True, check=True).stdout
+    source = source.replace("exactly_once.local.auto_cdc.changes import",
+                            "baseline_changes import")
+    name = "baseline_" + Path(path).stem
+    file = scratch / f"{name}.py"
+    file.write_text(source)
+    spec = importlib.util.spec_from_file_location(name, file)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module

@@ -15,16 +15,13 @@ checks that both give the same rows.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from types import ModuleType
 
-from _common import REPO, commit, stream_records
+from _common import baseline_module, commit, stream_records
 
 from exactly_once.kafka.kcat import write_kcat_jsonl
 from exactly_once.local.engine import update_settings
@@ -36,19 +33,6 @@ from exactly_once.transforms.bronze import read_kcat_file, with_ingestion_time
 BASELINE = "93f451b"  # the parse before its checks read the typed columns
 
 
-def module_at(revision: str, scratch: Path) -> ModuleType:
-    """`transforms/silver.py` as it was at `revision`, imported as a module of its own."""
-    source = subprocess.run(["git", "show", f"{revision}:src/exactly_once/transforms/silver.py"],
-                            cwd=REPO, capture_output=True, text=True, check=True).stdout
-    path = scratch / "silver_baseline.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location("silver_baseline", path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--events", type=int, default=200_000)
@@ -56,7 +40,7 @@ def main() -> int:
     parser.add_argument("--baseline", default=BASELINE, help="a git revision")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="parse-bench-"))
-    baseline = module_at(args.baseline, root)
+    baseline = baseline_module(args.baseline, "transforms/silver.py", root)
     dump = root / "stream.jsonl"
     write_kcat_jsonl(dump, stream_records(args.events))
     spark = build_session(root / "spark", log_level="OFF")

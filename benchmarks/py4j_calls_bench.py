@@ -19,39 +19,17 @@ turn: that they give the same rows is the tests' question, not this benchmark's.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import resource
 import shutil
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
-from types import ModuleType
 
-from _common import REPO, commit, history_warehouse, jvm_cpu
+from _common import baseline_module, commit, history_warehouse, jvm_cpu
 
 BASELINE = "2f3d237"  # a column, an alias and a list element a py4j call each
-AUTO_CDC = "exactly_once.local.auto_cdc"
-
-
-def baseline_module(revision: str, path: str, scratch: Path) -> ModuleType:
-    """`src/exactly_once/<path>` as at `revision`, imported as a module of its own; its imports of
-    `auto_cdc.changes` go to the baseline's `changes` (load that one first)."""
-    source = subprocess.run(["git", "show", f"{revision}:src/exactly_once/{path}"], cwd=REPO,
-                            capture_output=True, text=True, check=True).stdout
-    source = source.replace(f"{AUTO_CDC}.changes import", "baseline_changes import")
-    name = "baseline_" + Path(path).stem
-    file = scratch / f"{name}.py"
-    file.write_text(source)
-    spec = importlib.util.spec_from_file_location(name, file)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def python_cpu() -> float:
