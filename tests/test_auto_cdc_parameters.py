@@ -163,10 +163,86 @@ def test_a_once_snapshot_flow_asks_for_snapshots_in_one_update_only(spark, setti
     assert pipeline.table() == sorted(DOCS_SNAPSHOT_2, key=repr)
 
 
+# -- columns whose names have a dot or a backtick --------------------------------------------------
+# Spark's rules for a column's name (pyspark's `col`): a dot separates a struct's fields, and a
+# name with a dot or a backtick in it is written in backticks, a backtick doubled.
+ODD_NAMES = '''
+import os
+from pyspark import pipelines as dp
+from pyspark.sql import functions as F
+
+@dp.table(name="changes")
+def changes():
+    return spark.readStream.format("delta").load({live!r})
+
+def next_snapshot(latest):
+    version = (latest or 0) + 1
+    path = os.path.join({snapshots!r}, str(version))
+    if not os.path.exists(path):
+        return None
+    return spark.read.format("delta").load(path), version
+
+dp.create_streaming_table("current")
+dp.create_auto_cdc_flow(target="current", source="changes", keys=["`order.id`"],
+                        sequence_by="seq", apply_as_deletes="op = 'D'", except_column_list=["op"],
+                        ignore_null_updates=True)
+dp.create_streaming_table("history")
+dp.create_auto_cdc_flow(target="history", source="changes", keys=[F.col("`order.id`")],
+                        sequence_by="seq", apply_as_deletes="op = 'D'", except_column_list=["op"],
+                        stored_as_scd_type=2, track_history_column_list=["`amount.usd`"])
+dp.create_streaming_table("mirror")
+dp.create_auto_cdc_from_snapshot_flow(target="mirror", source=next_snapshot,
+                                      keys=["`order.id`"], stored_as_scd_type=2)
+'''
+
+
+def test_columns_whose_names_have_a_dot_or_a_backtick_pass_through_auto_cdc(spark, settings,
+                                                                             tmp_path):
+    live, snapshots = tmp_path / "live", tmp_path / "snapshots"
+    files = pipeline_dir(tmp_path, gold=ODD_NAMES.format(live=str(live), snapshots=str(snapshots)))
+    warehouse = tmp_path / "warehouse"
+    odd = "`order.id` BIGINT, seq BIGINT, op STRING, `amount.usd` DOUBLE, `note``s` STRING"
+
+    def update(changes: list[tuple], snapshot: list[tuple], version: int) -> None:
+        spark.createDataFrame(changes, odd).write.format("delta").mode("append").save(str(live))
+        spark.createDataFrame(snapshot, odd).drop("seq", "op").write.format("delta") \
+            .save(str(snapshots / str(version)))
+        run_pipeline(spark, settings, warehouse, pipelines_dir=files)
+
+    def table(name: str) -> tuple[list[str], list[tuple]]:
+        df = spark.read.format("delta").load(str(warehouse / name))
+        return df.columns, sorted((tuple(r) for r in df.collect()), key=repr)
+
+    update([(1, 1, "U", 10.0, "a"), (2, 1, "U", 20.0, "b")],
+           [(1, 0, "", 10.0, "a"), (2, 0, "", 20.0, "b")], 1)
+    update([(1, 2, "U", 11.0, None), (2, 2, "D", None, None), (1, 3, "U", None, "a3")],
+           [(1, 0, "", 11.0, "a3"), (3, 0, "", 30.0, "c")], 2)
+    names = ["order.id", "seq", "amount.usd", "note`s"]
+    assert table("current") == (names, [(1, 3, 11.0, "a3")])  # nulls ignored, 2 deleted
+    assert table("history") == ([*names, "__START_AT", "__END_AT"], sorted([
+        (1, 1, 10.0, "a", 1, 2), (1, 2, 11.0, None, 2, 3), (1, 3, None, "a3", 3, None),
+        (2, 1, 20.0, "b", 1, 2)], key=repr))
+    assert table("mirror") == (["order.id", "amount.usd", "note`s", "__START_AT", "__END_AT"],
+                               sorted([(1, 10.0, "a", 1, 2), (1, 11.0, "a3", 2, None),
+                                       (2, 20.0, "b", 1, 2), (3, 30.0, "c", 2, None)], key=repr))
+
+
 # -- refused at load -------------------------------------------------------------------------------
 ONE_OF = ("create_auto_cdc_flow: give one of ignore_null_updates, "
           "ignore_null_updates_column_list or ignore_null_updates_except_column_list")
 REFUSED = {
+    "a key named by its struct's path": (
+        auto_cdc('keys=["id.part"], sequence_by="ts"'),
+        "create_auto_cdc_flow: keys: `id.part` is the field part of struct id; a column whose "
+        "name has a dot is written in backticks (`id.part`)"),
+    "a column list naming a field": (
+        auto_cdc('keys=["id"], sequence_by="ts", column_list=[F.col("id"), F.col("s.name")]'),
+        "create_auto_cdc_flow: column_list: `s.name` is the field name of struct s; a column "
+        "whose name has a dot is written in backticks (`s.name`)"),
+    "a backtick outside backticks": (
+        auto_cdc('keys=["i`d"], sequence_by="ts"'),
+        "create_auto_cdc_flow: keys: i`d is not a column's name: a name with a backtick is "
+        "written in backticks, the backtick doubled (`i``d`)"),
     "ignore_null_updates with a list": (
         auto_cdc('keys=["id"], sequence_by="ts", ignore_null_updates=True, '
                  'ignore_null_updates_column_list=["name"]'), ONE_OF),

@@ -38,6 +38,13 @@ def test_show_previews_a_table(in_session, quality_run, capsys):
     assert len([line for line in out[4:] if line.startswith("|")]) == min(rows, 3)
 
 
+def test_show_as_json_names_columns_whose_names_have_a_dot_or_a_backtick(spark):
+    from exactly_once.cli.show import as_json
+
+    df = spark.createDataFrame([(1, "x")], "`a.b` INT, `c``d` STRING")
+    assert as_json(df) == '[\n{"a.b":1,"c`d":"x"}\n]\n'
+
+
 def test_show_of_a_missing_table_lists_the_tables(in_session, quality_run, capsys):
     assert cli.main(["show", "ordres", "--warehouse", str(quality_run.warehouse)]) == 1
     line = error_line(capsys)

@@ -408,6 +408,23 @@ def test_a_widened_type_is_widened_in_place(spark, added_field, tmp_path):
         == {"p1": 3_000_000_005}
 
 
+def test_columns_and_fields_whose_names_have_a_dot_or_a_backtick_are_added_and_widened(
+        spark, tmp_path):
+    """A column named `a.b` is one column, not field b of struct a: the table gains and widens
+    what the written schema has, by their whole names, a new struct's fields' too."""
+    path = str(tmp_path / "table")
+    spark.createDataFrame([(1, 2, (3,))], "id BIGINT, `n.x` INT, `s.t` STRUCT<`f.g`: INT>") \
+        .write.format("delta").save(path)
+    written = ("id BIGINT, `a.b` STRING, `n.x` BIGINT, "
+               "`s.t` STRUCT<`f.g`: INT, `h``i`: STRING>, `u.v` STRUCT<`w.x`: INT>")
+    made = schema_evolution.evolve(spark, path, spark.createDataFrame([], written).schema)
+    assert [(c.column, c.change) for c in made] == [
+        ("a.b", "added"), ("n.x", "widened"), ("s.t.h`i", "added"), ("u.v", "added")]
+    assert spark.read.format("delta").load(path).schema.simpleString() == (
+        "struct<id:bigint,a.b:string,n.x:bigint,s.t:struct<f.g:int,h`i:string>,"
+        "u.v:struct<w.x:int>>")
+
+
 @pytest.mark.parametrize("source", ["file", pytest.param("kafka", marks=pytest.mark.kafka)])
 def test_fields_sent_before_the_contract_knows_them(spark, tmp_path, source, request):
     """Producers deploy first: `coupon` and `bonus` arrive before conf/ names them. Nothing is

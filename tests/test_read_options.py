@@ -112,3 +112,18 @@ def test_assert_table_reads_a_delta_table_as_the_reader_it_was_given_would(spark
     assert_table(spark.read.format("delta").option("versionAsOf", 0).load(path),
                  [{"id": 1}, {"id": 2}])
     assert_table(spark.read.format("delta").load(path).where("id > 1"), [{"id": 2}, {"id": 3}])
+
+
+def test_a_fixture_and_assert_table_take_columns_whose_names_have_a_dot_or_a_backtick(
+        spark, tmp_path):
+    """`a.b` is a column's whole name in a JSON fixture and in `assert_table`'s rows, as in a
+    Delta table; Spark alone would read it as field b of struct a."""
+    from exactly_once.local.catalog.fixtures import read_fixture, write_rows
+    from exactly_once.testing import assert_table
+
+    rows = [{"a.b": 1, "c`d": "x"}, {"a.b": 2, "c`d": "y"}]
+    fixture = read_fixture(spark, write_rows(tmp_path / "odd.json", rows))
+    assert fixture.columns == ["a.b", "c`d"]
+    path = str(tmp_path / "t")
+    fixture.write.format("delta").save(path)
+    assert_table(spark.read.format("delta").load(path), rows)

@@ -59,12 +59,12 @@ def as_json(df) -> str:
     numbers, timestamps in ISO 8601), a NULL as null."""
     from pyspark.sql import functions as F
 
+    from exactly_once.local.engine.sql_columns import struct_of
     from exactly_once.local.engine.update_settings import set_for_block
 
     # The session's own setting back after: the resident engine runs pipelines next.
     with set_for_block(df.sparkSession, {"spark.sql.jsonGenerator.ignoreNullFields": "false"}):
-        lines = [r[0] for r in df.select(F.to_json(F.struct(*[F.col(f"`{c}`")
-                                                                for c in df.columns]))).collect()]
+        lines = [r[0] for r in df.select(F.to_json(struct_of(df.columns))).collect()]
     return "[\n" + ",\n".join(lines) + "\n]\n" if lines else "[]\n"
 
 

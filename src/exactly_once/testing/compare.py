@@ -43,6 +43,8 @@ def assert_table(actual: Any, expected: Iterable[Mapping[str, Any]] | Any, *,
     from pyspark.sql import DataFrame, Row
     from pyspark.testing import assertDataFrameEqual
 
+    from exactly_once.local.engine.sql_columns import identifier
+
     expected_rows = [r.asDict(recursive=True) if isinstance(r, Row) else dict(r)
                      for r in (expected.collect() if isinstance(expected, DataFrame)
                                else expected)]
@@ -53,7 +55,7 @@ def assert_table(actual: Any, expected: Iterable[Mapping[str, Any]] | Any, *,
         raise TableMismatch(f"{name or 'the table'} has no column {', '.join(unknown)}; its "
                             f"columns: {', '.join(actual.columns)}")
     types = {f.name: f.dataType for f in actual.schema.fields}
-    table = _latest_files(actual).select(*[f"`{c}`" for c in wanted])
+    table = _latest_files(actual).selectExpr(*map(identifier, wanted))
     got = [tuple(row) for row in table.collect()]
     want = [tuple(_as_type(r.get(c), types[c]) for c in wanted) for r in expected_rows]
     try:

@@ -26,7 +26,7 @@ from pyspark.sql.types import (
 
 from exactly_once.errors import DeclarationError, FlowError
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
-from exactly_once.local.engine.sql_columns import identifier, struct_sql
+from exactly_once.local.engine.sql_columns import column, identifier, struct_sql
 from exactly_once.local.storage import delta_log
 from exactly_once.local.storage.schema_evolution import stored_schema
 from exactly_once.local.storage.snapshot_files import read_latest
@@ -179,7 +179,7 @@ def tag_events(events: DataFrame, spec: AutoCdcSpec) -> DataFrame:
             null_sequence = null_sequence | spec.sequence_by.getField(f.name).isNull()
     null_key = F.lit(False)
     for k in spec.keys:
-        null_key = null_key | F.col(f"`{k}`").isNull()
+        null_key = null_key | column(k).isNull()
     null_key = null_key & ~truncate  # a truncate names no key
     reason = F.concat_ws("; ", F.when(null_key, F.lit(f"null key ({', '.join(spec.keys)})")),
                          F.when(null_sequence, F.lit("null sequence")))
@@ -211,14 +211,14 @@ def fill_null_updates(events: DataFrame, spec: AutoCdcSpec, columns: list[str]) 
     instead of keeping the target's values where they are NULL.
     """
     order = [SEQUENCE, TIE] if TIE in events.columns else [SEQUENCE]
-    so_far = Window.partitionBy(*spec.keys).orderBy(*order) \
+    so_far = Window.partitionBy(*map(column, spec.keys)).orderBy(*order) \
         .rowsBetween(Window.unboundedPreceding, Window.currentRow)
     events = events.withColumn("__life", F.sum(F.col(IS_DELETE).cast("int")).over(so_far))
-    in_life = Window.partitionBy(*spec.keys, "__life").orderBy(*order) \
+    in_life = Window.partitionBy(*map(column, spec.keys), "__life").orderBy(*order) \
         .rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    filled = [F.last(F.when(~F.col(IS_DELETE), F.col(f"`{c}`")), ignorenulls=True)
+    filled = [F.last(F.when(~F.col(IS_DELETE), column(c)), ignorenulls=True)
               .over(in_life).alias(c)
-              if c in columns else F.col(f"`{c}`") for c in events.columns]
+              if c in columns else column(c) for c in events.columns]
     return events.select(*filled).withColumn(RESET, F.col("__life") > 0).drop("__life")
 
 
@@ -226,7 +226,7 @@ def rows_of_keys(rows: DataFrame, keys: DataFrame, spec: AutoCdcSpec) -> DataFra
     """The rows of `rows` whose keys are among those of `keys`, kept as they are read: a
     broadcast semi-join. The keys are few, at most a batch's, and a batch has no size estimate,
     so without the hint the planner would shuffle `rows` to join them."""
-    batch_keys = keys.select(*[F.col(f"`{k}`") for k in spec.keys])
+    batch_keys = keys.select(*map(column, spec.keys))
     return rows.join(F.broadcast(batch_keys), list(spec.keys), "left_semi")
 
 
@@ -283,4 +283,4 @@ def keys_predicate(rows: DataFrame, spec: AutoCdcSpec) -> str:
 
 def merge_condition(spec: AutoCdcSpec, extra: tuple[str, ...] = ()) -> str:
     """The MERGE's match: the keys (and `extra` columns) of target `t` equal those of source `s`."""
-    return " AND ".join(f"t.`{k}` = s.`{k}`" for k in (*spec.keys, *extra))
+    return " AND ".join(f"t.{identifier(k)} = s.{identifier(k)}" for k in (*spec.keys, *extra))

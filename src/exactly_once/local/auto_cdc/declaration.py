@@ -11,21 +11,42 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql import Column
+from pyspark.errors import AnalysisException
+from pyspark.sql import Column, SparkSession
+from pyspark.sql import functions as F
 
 from exactly_once.errors import DeclarationError
+from exactly_once.local.engine.sql_columns import identifier
 
 ColumnLike = str | Column
 
 
-def column_name(column: Column) -> str:
-    """The name a bare column reference stands for (F.col("order_id") -> "order_id").
+def name_parts(column: ColumnLike) -> list[str] | None:
+    """The parts of the column name `column` stands for, as Spark reads a name: a dot between
+    a struct and its field, a part with a dot or a backtick in backticks, its backtick doubled
+    (`F.col("a.b")` -> a, b; `F.col("`a.b`")` -> a.b). A string is read as `F.col` reads it,
+    as pyspark's `create_auto_cdc_flow` does; an `F.expr` as SQL. None: an expression, not a
+    name. Raises AnalysisException for a name that breaks those rules.
 
-    A classic Column holds its JVM expression as `_jc`, which pyspark's type stubs do not
-    declare; the local runtime only runs classic Spark.
+    A classic Column holds its JVM column as `_jc`, which pyspark's type stubs do not declare;
+    the local runtime only runs classic Spark.
     """
+    if isinstance(column, str):
+        if "." not in column and "`" not in column:
+            return [column]  # the parser's answer, without a call into the JVM
+        column = F.col(column)
     jvm_column: Any = getattr(column, "_jc", None)
-    return str(jvm_column.toString()) if jvm_column is not None else str(column)
+    if jvm_column is None:
+        return None
+    node = jvm_column.node()
+    if node.getClass().getSimpleName() == "SqlExpression":  # F.expr("...")
+        session: Any = SparkSession.active()
+        node = session._jsparkSession.sessionState().sqlParser().parseExpression(
+            node.expression())
+    if node.getClass().getSimpleName() != "UnresolvedAttribute":
+        return None
+    parts = node.nameParts()
+    return [str(parts.apply(i)) for i in range(parts.length())]
 
 
 @dataclass(frozen=True)
@@ -45,17 +66,27 @@ class Declaration:
         return self.column_names("keys", keys)
 
     def column_names(self, arg: str, columns: list[ColumnLike]) -> tuple[str, ...]:
-        """`columns` as names: strings as they are, bare column references by their name."""
-        names = []
-        for c in columns:
-            if isinstance(c, str):
-                names.append(c)
-            else:  # a bare column reference, e.g. F.col("order_id")
-                name = column_name(c)
-                if not name.replace("_", "").isalnum():
-                    raise self.error(f"{arg} takes column names, got the expression {name}")
-                names.append(name)
-        return tuple(names)
+        """`columns` as the names of top-level columns (`name_parts`): "order_id",
+        F.col("order_id"), "`amount.usd`"."""
+        return tuple(self._column_name(arg, c) for c in columns)
+
+    def _column_name(self, arg: str, column: ColumnLike) -> str:
+        try:
+            parts = name_parts(column)
+        except AnalysisException:
+            raise self.error(f"{arg}: {column} is not a column's name: a name with a backtick "
+                             f"is written in backticks, the backtick doubled "
+                             f"({identifier(str(column))})") from None
+        if parts is None:
+            shown = getattr(column, "_jc", column)  # a classic Column: its JVM column's text
+            raise self.error(f"{arg} takes column names, got the expression {shown}")
+        if len(parts) > 1:
+            *struct, field = parts
+            path = ".".join(parts)
+            raise self.error(f"{arg}: `{path}` is the field {field} of struct {'.'.join(struct)}; "
+                             f"a column whose name has a dot is written in backticks "
+                             f"({identifier(path)})")
+        return parts[0]
 
     def optional_column_names(self, arg: str,
                               columns: list[ColumnLike] | None) -> tuple[str, ...] | None:

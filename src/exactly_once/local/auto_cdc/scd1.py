@@ -66,7 +66,7 @@ from exactly_once.local.auto_cdc.changes import (
 from exactly_once.local.auto_cdc.commits import BatchWrite
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.engine.materialize import computed_once, in_driver
-from exactly_once.local.engine.sql_columns import identifier, struct_of
+from exactly_once.local.engine.sql_columns import column, identifier, struct_of
 from exactly_once.local.storage import delta_log, schema_evolution
 from exactly_once.local.storage.delta_log import is_delta_table
 from exactly_once.local.storage.warehouse import (
@@ -87,13 +87,14 @@ LOWEST_TIE = "struct(false AS deleted, '' AS content)"  # below every stored tie
 
 
 def target_schema(spec: AutoCdcSpec, source: DataFrame) -> StructType:
-    return source.select(*target_columns(spec, source.columns)).schema
+    return source.selectExpr(*map(identifier, target_columns(spec, source.columns))).schema
 
 
 def state_schema(spec: AutoCdcSpec, source: DataFrame) -> StructType:
     tagged = tag_events(source, spec)
     return tagged.select(
-        *spec.keys, SEQUENCE, IS_DELETE, F.lit(None).cast("timestamp").alias(DELETED_AT),
+        *map(column, spec.keys), SEQUENCE, IS_DELETE,
+        F.lit(None).cast("timestamp").alias(DELETED_AT),
         tie_break(data_columns(spec, source.columns)).alias(TIE)).schema
 
 
@@ -115,12 +116,12 @@ def ensure_state_table(spark: SparkSession, spec: AutoCdcSpec, source: DataFrame
     if evolve:
         schema_evolution.evolve(spark, state_path, as_written(state_schema(spec, source)))
     existing = table_columns(spark, state_path)
-    missing = [column for column in (DELETED_AT, TIE) if column not in existing]
+    missing = [name for name in (DELETED_AT, TIE) if name not in existing]
     if missing:
         schema = state_schema(spec, source)
-        for column in missing:
+        for name in missing:
             spark.sql(f"ALTER TABLE delta.`{state_path}` ADD COLUMNS "
-                      f"({column} {schema[column].dataType.simpleString()})")
+                      f"({name} {schema[name].dataType.simpleString()})")
 
 
 def latest_per_key(events: DataFrame, spec: AutoCdcSpec) -> DataFrame:
@@ -128,7 +129,7 @@ def latest_per_key(events: DataFrame, spec: AutoCdcSpec) -> DataFrame:
     synthetic delete at the same point: one aggregation (events carry SEQUENCE and TIE)."""
     others = [c for c in events.columns if c not in spec.keys]
     rank = F.expr(f"struct({SEQUENCE}, {TIE}, NOT {SYNTHETIC} AS real)")
-    keys = [F.col(identifier(k)) for k in spec.keys]
+    keys = [column(k) for k in spec.keys]
     # The row's fields back as columns by `__row.*`: one expression, not two calls a column.
     return events.groupBy(*keys).agg(F.max_by(struct_of(others), rank).alias("__row")) \
         .select(*keys, F.col("__row.*"))
@@ -142,7 +143,7 @@ def stored_state(spark: SparkSession, state_path: str, spec: AutoCdcSpec,
     tie = f"coalesce({TIE}, {LOWEST_TIE})"  # rows written before ties were stored
     last = F.expr(f"max_by(struct({SEQUENCE} AS s, {tie} AS t, {IS_DELETE} AS d, "
                   f"{DELETED_AT} AS at), struct({SEQUENCE}, {tie})) AS __last")
-    return state.groupBy(*[F.col(identifier(k)) for k in spec.keys]).agg(last).selectExpr(
+    return state.groupBy(*map(column, spec.keys)).agg(last).selectExpr(
         *[identifier(k) for k in spec.keys], f"__last.s AS {STORED_SEQUENCE}",
         f"__last.t AS {STORED_TIE}", f"__last.d AS {STORED_DELETED}", f"__last.at AS {DELETED_AT}")
 
@@ -152,11 +153,11 @@ def _truncates_as_deletes(events: DataFrame, stored: DataFrame, spec: AutoCdcSpe
     truncate_at = events.where(F.col(IS_TRUNCATE)).agg(F.max(SEQUENCE).alias(SEQUENCE)) \
         .where(F.col(SEQUENCE).isNotNull())
     regular = events.where(~F.col(IS_TRUNCATE))
-    keys = stored.where(~F.col(STORED_DELETED)).select(*spec.keys) \
-        .union(regular.select(*spec.keys)).distinct()
+    keys = stored.where(~F.col(STORED_DELETED)).select(*map(column, spec.keys)) \
+        .union(regular.select(*map(column, spec.keys))).distinct()
     deletes = keys.crossJoin(truncate_at).select(
-        *spec.keys, SEQUENCE, F.lit(True).alias(IS_DELETE), F.lit(False).alias(IS_TRUNCATE),
-        F.lit(True).alias(SYNTHETIC))
+        *map(column, spec.keys), SEQUENCE, F.lit(True).alias(IS_DELETE),
+        F.lit(False).alias(IS_TRUNCATE), F.lit(True).alias(SYNTHETIC))
     return regular.unionByName(deletes, allowMissingColumns=True)
 
 
@@ -167,7 +168,7 @@ def expired_tombstones(spark: SparkSession, state_path: str, spec: AutoCdcSpec,
     age_micros = F.unix_micros(F.current_timestamp()) - F.unix_micros(F.col(DELETED_AT))
     expired = stored_state(spark, state_path, spec).where(
         F.col(STORED_DELETED) & (age_micros > F.lit(int(retention_seconds * 1_000_000)))) \
-        .select(*spec.keys)
+        .select(*map(column, spec.keys))
     return in_driver(expired)
 
 
@@ -311,11 +312,12 @@ def _apply(spark: SparkSession, spec: AutoCdcSpec, changes: DataFrame, source_co
                     changes.where(~F.col(IS_DELETE)).selectExpr(*map(identifier, order)),
                     target_path, spec, "target", write)
     else:
-        values: dict[str, str | Column] = {f"`{c}`": f"s.`{c}`" for c in order}
+        values: dict[str, str | Column] = {identifier(c): f"s.{identifier(c)}" for c in order}
         updates = dict(values)
         # NULL keeps the target's value where NULLs are ignored, unless re-inserted
-        updates.update({f"`{c}`": f"CASE WHEN s.{RESET} THEN s.`{c}` "
-                                  f"ELSE coalesce(s.`{c}`, t.`{c}`) END" for c in ignored})
+        updates.update({identifier(c): f"CASE WHEN s.{RESET} THEN s.{identifier(c)} "
+                                       f"ELSE coalesce(s.{identifier(c)}, t.{identifier(c)}) END"
+                        for c in ignored})
         target_merge = (
             DeltaTable.forPath(spark, target_path).alias("t")
             .merge(changes.alias("s"), merge_condition(spec))
@@ -327,7 +329,7 @@ def _apply(spark: SparkSession, spec: AutoCdcSpec, changes: DataFrame, source_co
             committed = commits.merge_once(spark, target_merge, target_path, spec, "target",
                                            write)
     new_state = changes.select(
-        *spec.keys, SEQUENCE, IS_DELETE,
+        *map(column, spec.keys), SEQUENCE, IS_DELETE,
         F.when(F.col(IS_DELETE), F.current_timestamp()).alias(DELETED_AT), TIE)
     with write.step("state append"):
         commits.append_once(new_state, state_path, spec, "state", write)

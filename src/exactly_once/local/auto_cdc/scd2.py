@@ -55,7 +55,7 @@ from exactly_once.local.auto_cdc.changes import (
 from exactly_once.local.auto_cdc.commits import BatchWrite
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.engine.materialize import computed_once
-from exactly_once.local.engine.sql_columns import identifier, struct_of
+from exactly_once.local.engine.sql_columns import column, identifier, struct_of
 from exactly_once.local.storage import delta_log, schema_evolution
 from exactly_once.local.storage.delta_log import is_delta_table
 from exactly_once.local.storage.warehouse import (
@@ -86,14 +86,15 @@ def _nullable(schema: StructType) -> StructType:
 def target_schema(spec: AutoCdcSpec, source: DataFrame) -> StructType:
     """The target columns, then `__START_AT` and `__END_AT` typed like the sequence."""
     return _nullable(tag_events(source, spec).select(
-        *target_columns(spec, source.columns),
+        *map(column, target_columns(spec, source.columns)),
         F.col(SEQUENCE).alias(START_AT), F.col(SEQUENCE).alias(END_AT)).schema)
 
 
 def journal_schema(spec: AutoCdcSpec, source: DataFrame) -> StructType:
     """The journal's columns; the table stores them nullable (`as_written`)."""
-    return tag_events(source, spec).select(
-        *spec.keys, SEQUENCE, IS_DELETE, *data_columns(spec, source.columns)).schema
+    return tag_events(source, spec).selectExpr(
+        *map(identifier, (*spec.keys, SEQUENCE, IS_DELETE, *data_columns(spec, source.columns)))
+    ).schema
 
 
 def ensure_state_table(spark: SparkSession, spec: AutoCdcSpec, source: DataFrame,
@@ -127,7 +128,7 @@ def versions_of(history: DataFrame, spec: AutoCdcSpec, columns: list[str],
     ignored = null_ignoring(spec, columns)
     if ignored:  # a NULL there keeps the previous event's value, until a delete
         history = fill_null_updates(history, spec, ignored).drop(RESET)
-    by_sequence = Window.partitionBy(*spec.keys).orderBy(SEQUENCE)
+    by_sequence = Window.partitionBy(*map(column, spec.keys)).orderBy(SEQUENCE)
     so_far = by_sequence.rowsBetween(Window.unboundedPreceding, Window.currentRow)
     tracked_value = struct_of(tracked) if tracked else F.lit(True)
     previous_delete = F.lag(IS_DELETE).over(by_sequence)
@@ -137,7 +138,7 @@ def versions_of(history: DataFrame, spec: AutoCdcSpec, columns: list[str],
     runs = history.withColumn("__next", F.lead(SEQUENCE).over(by_sequence)) \
         .withColumn("__run", F.sum((opens_version | F.col(IS_DELETE)).cast("int")).over(so_far))
     last = F.expr(f"struct({', '.join([*map(identifier, columns), f'__next AS {END_AT}'])})")
-    versions = runs.where(~F.col(IS_DELETE)).groupBy(*spec.keys, "__run").agg(
+    versions = runs.where(~F.col(IS_DELETE)).groupBy(*map(column, spec.keys), "__run").agg(
         F.min(SEQUENCE).alias(START_AT), F.max_by(last, F.col(SEQUENCE)).alias("__last"))
     # SQL strings: a column each, where `F.col(...).alias(...)` was three py4j calls.
     fields = [identifier(c) if c in spec.keys else f"__last.{identifier(c)} AS {identifier(c)}"
@@ -148,7 +149,7 @@ def versions_of(history: DataFrame, spec: AutoCdcSpec, columns: list[str],
 def _one_per_sequence(events: DataFrame, spec: AutoCdcSpec) -> DataFrame:
     """Per (key, sequence) the event with the highest tie-break (events carry TIE): one
     aggregation."""
-    group = [F.col(identifier(c)) for c in (*spec.keys, SEQUENCE)]
+    group = [column(c) for c in (*spec.keys, SEQUENCE)]
     others = [c for c in events.columns if c not in (*spec.keys, SEQUENCE)]
     # The row's fields back as columns by `__row.*`: one expression, not two calls a column.
     return events.groupBy(*group).agg(F.max_by(struct_of(others), F.col(TIE)).alias("__row")) \
@@ -201,7 +202,7 @@ def _plan_fresh(spark: SparkSession, batch: DataFrame, spec: AutoCdcSpec, state_
         .selectExpr(*map(identifier, (*spec.keys, SEQUENCE, IS_DELETE, *columns))) \
         .withColumn(TIE, tie_break(columns))
     journal = journal_events(spark, state_path, spec, columns, of_keys=batch)
-    journaled = journal.select(*spec.keys, SEQUENCE, F.col(TIE).alias("__journal_tie"))
+    journaled = journal.select(*map(column, spec.keys), SEQUENCE, F.col(TIE).alias("__journal_tie"))
     counts = Observation()
     fresh = _one_per_sequence(good, spec).join(journaled, [*spec.keys, SEQUENCE], "left") \
         .where(F.col("__journal_tie").isNull() | (F.col(TIE) > F.col("__journal_tie"))) \
@@ -215,10 +216,11 @@ def _apply(spark: SparkSession, spec: AutoCdcSpec, write: BatchWrite,
            fresh: DataFrame, journal: DataFrame, columns: list[str], tracked: list[str],
            order: list[str], target_path: str, state_path: str) -> bool:
     """Rewrite the versions of the keys `fresh` touches; whether the target write committed."""
-    affected = fresh.select(*spec.keys).distinct()
+    affected = fresh.select(*map(column, spec.keys)).distinct()
     # An event that won a tie against a journal event replaces it: same (key, sequence).
     kept = rows_of_keys(journal.drop(TIE), affected, spec) \
-        .join(fresh.select(*spec.keys, SEQUENCE), [*spec.keys, SEQUENCE], "left_anti")
+        .join(fresh.select(*map(column, spec.keys), SEQUENCE), [*spec.keys, SEQUENCE],
+              "left_anti")
     history = kept.unionByName(fresh.drop(TIE))
     written = versions_of(history, spec, columns, tracked, order)  # order, START_AT, END_AT
     if delta_log.row_count(target_path) == 0:

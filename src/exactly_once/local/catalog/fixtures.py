@@ -22,6 +22,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from exactly_once.errors import FixtureError
+from exactly_once.local.engine.sql_columns import identifier
 
 SUFFIXES = (".json", ".csv", ".parquet")
 
@@ -57,7 +58,7 @@ def _json_rows(spark: SparkSession, path: Path) -> DataFrame:
     # Spark reads the array itself (no Python worker); its inference sorts columns by name.
     df = (spark.read.option("multiLine", True).option("inferTimestamp", True)
           .option("mode", "FAILFAST").json(str(path)))
-    return df.select(*[f"`{c}`" for c in order])
+    return df.selectExpr(*map(identifier, order))
 
 
 def write_rows(path: Path, rows: list[dict[str, Any]]) -> Path:

@@ -10,15 +10,24 @@ Column API's.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from pyspark.sql import Column
-from pyspark.sql import functions as F
+if TYPE_CHECKING:  # pyspark on first use: storage and the CLI name columns before a session
+    from pyspark.sql import Column
 
 
 def identifier(name: str) -> str:
     """`name` as a SQL identifier: in backticks, a backtick in it doubled (a keyword or a dot
     in a column's name is then the name's)."""
     return "`" + name.replace("`", "``") + "`"
+
+
+def column(name: str) -> Column:
+    """The column called `name`: a dot or a backtick in it is the name's, not a struct's field
+    (`F.col` alone reads "a.b" as field b of struct a)."""
+    from pyspark.sql import functions as F
+
+    return F.col(identifier(name))
 
 
 def struct_sql(names: Iterable[str]) -> str:
@@ -28,4 +37,6 @@ def struct_sql(names: Iterable[str]) -> str:
 
 def struct_of(names: Iterable[str]) -> Column:
     """`F.struct` of the columns `names`, as one expression."""
+    from pyspark.sql import functions as F
+
     return F.expr(struct_sql(names))

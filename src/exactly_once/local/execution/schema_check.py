@@ -125,7 +125,7 @@ def _table_changes(stored: StructType, written: list[StructType]) -> list[Schema
     kept = {f.name.lower() for schema in written for f in schema.fields}
     for schema in written:
         for change in changes(stored, schema):
-            top_level_removal = change.change == REMOVED and "." not in change.column
+            top_level_removal = change.change == REMOVED and len(change.parts) == 1
             if (top_level_removal and change.column.lower() in kept) or change in seen:
                 continue
             seen.add(change)

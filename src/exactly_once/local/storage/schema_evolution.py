@@ -21,7 +21,7 @@ of them leaves the rest for the next update, and a change already made is not ma
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from exactly_once.errors import FlowError
 from exactly_once.local.storage import delta_log
@@ -38,13 +38,16 @@ TYPE_WIDENING = "delta.enableTypeWidening"
 @dataclass(frozen=True)
 class SchemaChange:
     """One difference between a table's schema and the one its flow writes: `column` is a
-    dotted path (`orders_fields.coupon` for a field of a struct column)."""
+    dotted path (`orders_fields.coupon` for a field of a struct column), as messages and the
+    event log show it; `parts` the names along it, each whole (a name may hold a dot), when
+    known: a change read back from the event log has its `column` only."""
 
     column: str
     change: str  # ADDED | WIDENED | REMOVED | CHANGED
     data_type: str | None  # the type written (None: REMOVED)
     previous_type: str | None = None  # the table's type (None: ADDED)
     after: str | None = None  # ADDED: the column it follows ("" for the first)
+    parts: tuple[str, ...] = ()
 
     @property
     def compatible(self) -> bool:
@@ -89,7 +92,8 @@ def widens(old: DataType, new: DataType) -> bool:
         (isinstance(old, DateType) and isinstance(new, TimestampNTZType))
 
 
-def changes(stored: StructType, written: StructType, prefix: str = "") -> list[SchemaChange]:
+def changes(stored: StructType, written: StructType,
+            prefix: tuple[str, ...] = ()) -> list[SchemaChange]:
     """What differs between the table's schema `stored` and `written`, field by field (into
     struct columns), ignoring nullability: a column's NULLs are allowed either way."""
     from pyspark.sql.types import StructType
@@ -98,19 +102,20 @@ def changes(stored: StructType, written: StructType, prefix: str = "") -> list[S
     have = {f.name.lower(): f for f in stored.fields}
     previous = ""
     for field in written.fields:
-        path = f"{prefix}{field.name}"
+        path = (*prefix, field.name)
         old = have.pop(field.name.lower(), None)
         if old is None:
-            found.append(SchemaChange(path, ADDED, field.dataType.simpleString(),
-                                      after=previous))
+            found.append(SchemaChange(".".join(path), ADDED, field.dataType.simpleString(),
+                                      after=previous, parts=path))
         elif isinstance(old.dataType, StructType) and isinstance(field.dataType, StructType):
-            found += changes(old.dataType, field.dataType, f"{path}.")
+            found += changes(old.dataType, field.dataType, path)
         elif old.dataType != field.dataType:
             kind = WIDENED if widens(old.dataType, field.dataType) else CHANGED
-            found.append(SchemaChange(path, kind, field.dataType.simpleString(),
-                                      old.dataType.simpleString()))
+            found.append(SchemaChange(".".join(path), kind, field.dataType.simpleString(),
+                                      old.dataType.simpleString(), parts=path))
         previous = field.name
-    found += [SchemaChange(f"{prefix}{f.name}", REMOVED, None, f.dataType.simpleString())
+    found += [SchemaChange(".".join((*prefix, f.name)), REMOVED, None,
+                           f.dataType.simpleString(), parts=(*prefix, f.name))
               for f in have.values()]
     return found
 
@@ -129,8 +134,21 @@ def _json(text: str) -> dict:
     return dict(json.loads(text))
 
 
-def _quoted(column: str) -> str:
-    return ".".join(f"`{part}`" for part in column.split("."))
+def _quoted(parts: tuple[str, ...]) -> str:
+    """`parts` (a column, or a struct's field) as SQL names it."""
+    from exactly_once.local.engine.sql_columns import identifier
+
+    return ".".join(map(identifier, parts))
+
+
+def _type_sql(spark: SparkSession, schema: StructType, parts: tuple[str, ...]) -> str:
+    """The type of the column or field `parts` of `schema` as SQL writes it: a struct's field
+    names quoted (`simpleString` leaves them bare: `struct<a.b:int>` does not parse)."""
+    data_type: Any = schema
+    for name in parts:
+        data_type = data_type[name].dataType
+    session: Any = spark
+    return str(session._jsparkSession.parseDataType(data_type.json()).sql())
 
 
 def evolve(spark: SparkSession, path: str, written: StructType,
@@ -158,10 +176,10 @@ def evolve(spark: SparkSession, path: str, written: StructType,
         spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('{TYPE_WIDENING}' = 'true')")
     for change in found:
         if change.change == ADDED:
-            position = f" AFTER `{change.after}`" if change.after else " FIRST"
-            spark.sql(f"ALTER TABLE {table} ADD COLUMNS ({_quoted(change.column)} "
-                      f"{change.data_type}{position})")
+            position = f" AFTER {_quoted((change.after,))}" if change.after else " FIRST"
+            spark.sql(f"ALTER TABLE {table} ADD COLUMNS ({_quoted(change.parts)} "
+                      f"{_type_sql(spark, written, change.parts)}{position})")
         elif change.change == WIDENED:
-            spark.sql(f"ALTER TABLE {table} ALTER COLUMN {_quoted(change.column)} "
+            spark.sql(f"ALTER TABLE {table} ALTER COLUMN {_quoted(change.parts)} "
                       f"TYPE {change.data_type}")
     return found

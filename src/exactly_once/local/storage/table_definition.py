@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from exactly_once.local.engine.sql_columns import identifier
 from exactly_once.local.storage import delta_log, table_templates
 from exactly_once.local.storage.files import StoragePath
 
@@ -203,21 +204,16 @@ def _create_through_delta(spark: SparkSession, path: str, definition: TableDefin
     if not types.StructType.fromDDL(ddl).equals(declared):
         _create_with_builder(spark, path, definition, columns, all_properties)
         return
-    clauses = [f"CREATE TABLE IF NOT EXISTS delta.{_quoted(path)} ({ddl}) USING DELTA"]
+    clauses = [f"CREATE TABLE IF NOT EXISTS delta.{identifier(path)} ({ddl}) USING DELTA"]
     if definition.partition_cols:
-        clauses.append(f"PARTITIONED BY ({', '.join(map(_quoted, definition.partition_cols))})")
+        clauses.append(f"PARTITIONED BY ({', '.join(map(identifier, definition.partition_cols))})")
     if definition.cluster_by:
-        clauses.append(f"CLUSTER BY ({', '.join(map(_quoted, definition.cluster_by))})")
+        clauses.append(f"CLUSTER BY ({', '.join(map(identifier, definition.cluster_by))})")
     if definition.comment:
         clauses.append(f"COMMENT {sql_literal(definition.comment)}")
     if all_properties:
         clauses.append(f"TBLPROPERTIES {sql_properties(all_properties)}")
     spark.sql(" ".join(clauses))
-
-
-def _quoted(name: str) -> str:
-    """A path or a column name as one backticked SQL identifier."""
-    return f"`{name.replace('`', '``')}`"
 
 
 def _create_with_builder(spark: SparkSession, path: str, definition: TableDefinition,
@@ -258,14 +254,14 @@ def conform(spark: SparkSession, path: str, definition: TableDefinition) -> None
                if stored.properties.get(key) != value}
     if definition.comment is not None and stored.description != definition.comment:
         changed[COMMENT] = definition.comment  # Delta's table comment, as SET TBLPROPERTIES sets it
-    table = f"delta.{_quoted(path)}"
+    table = f"delta.{identifier(path)}"
     if changed:
         spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES {sql_properties(changed)}")
     # A partitioned table is not clustered: its layout is `layout_problem`'s (a materialized
     # view's recompute rewrites it).
     if stored.clustering_columns is not None and not stored.partition_columns \
             and stored.clustering_columns != list(definition.cluster_by):
-        columns = ", ".join(map(_quoted, definition.cluster_by))
+        columns = ", ".join(map(identifier, definition.cluster_by))
         spark.sql(f"ALTER TABLE {table} CLUSTER BY {f'({columns})' if columns else 'NONE'}")
 
 

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from exactly_once.errors import GraphError
+from exactly_once.local.engine.sql_columns import identifier
 from exactly_once.local.storage import delta_log, table_definition
 from exactly_once.local.storage.delta_log import is_delta_table
 from exactly_once.local.storage.files import StoragePath, location, remove_tree, write_atomic
@@ -235,7 +236,7 @@ class Warehouse:
         clauses = [] if comment is None else [f"COMMENT {table_definition.sql_literal(comment)}"]
         if properties:
             clauses.append(f"TBLPROPERTIES {table_definition.sql_properties(properties)}")
-        spark.sql(f"CREATE OR REPLACE VIEW `{name.replace('`', '``')}` {' '.join(clauses)} "
+        spark.sql(f"CREATE OR REPLACE VIEW {identifier(name)} {' '.join(clauses)} "
                   f"AS {definition}")
 
     def _unregister(self, spark: SparkSession, name: str) -> None:

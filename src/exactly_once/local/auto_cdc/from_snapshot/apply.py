@@ -39,6 +39,7 @@ from exactly_once.local.auto_cdc.from_snapshot.diff import (
     UPDATE,
 )
 from exactly_once.local.auto_cdc.scd2 import END_AT, START_AT
+from exactly_once.local.engine.sql_columns import column, identifier
 
 OP = "__op"  # SCD2: open (insert a version) | close (end the current one) | update (in place)
 
@@ -69,19 +70,19 @@ def inserted_rows(changes: DataFrame, target: StructType, version: Any,
     """The changes of a snapshot into an empty target (every one an insert) as the target's
     rows: SCD2's open at the snapshot's version."""
     values = {START_AT: F.lit(version).cast(version_type), END_AT: F.lit(None).cast(version_type)}
-    return changes.select(*[values.get(f.name, F.col(f"`{f.name}`")).alias(f.name)
+    return changes.select(*[values.get(f.name, column(f.name)).alias(f.name)
                             for f in target.fields])
 
 
 def merge_scd1(spark: SparkSession, target_path: str, changes: DataFrame, keys: Sequence[str],
                data: Sequence[str]) -> DeltaMergeBuilder:
-    columns: dict[str, str | Column] = {f"`{c}`": f"s.`{c}`" for c in [*keys, *data]}
+    columns: dict[str, str | Column] = {identifier(c): f"s.{identifier(c)}" for c in [*keys, *data]}
     merge = (DeltaTable.forPath(spark, target_path).alias("t")
              .merge(changes.alias("s"), _match(keys))
              .whenMatchedDelete(condition=f"s.{CHANGE} = '{DELETE}'"))
     if data:  # a snapshot of keys alone has nothing to update
         merge = merge.whenMatchedUpdate(condition=f"s.{CHANGE} = '{UPDATE}'",
-                                        set={f"`{c}`": f"s.`{c}`" for c in data})
+                                        set={identifier(c): f"s.{identifier(c)}" for c in data})
     return merge.whenNotMatchedInsert(condition=f"s.{CHANGE} = '{INSERT}'", values=columns)
 
 
@@ -89,10 +90,10 @@ def scd2_operations(changes: DataFrame, keys: Sequence[str], data: Sequence[str]
                     version_type: DataType) -> DataFrame:
     """The changes as MERGE rows on (keys, `__START_AT`): versions to open, close, update."""
     at = F.lit(version).cast(version_type)
-    current_start = F.col(f"`{TARGET}{START_AT}`")
+    current_start = column(TARGET + START_AT)
     change, tracked = F.col(CHANGE), F.col(TRACKED_CHANGE)
-    key_cols = [F.col(f"`{k}`") for k in keys]
-    values = [F.col(f"`{c}`") for c in data]
+    key_cols = [column(k) for k in keys]
+    values = [column(c) for c in data]
     nulls = [F.lit(None).cast(f.dataType).alias(f.name) for f in changes.schema.fields
              if f.name in data]
     opens = changes.where((change == INSERT) | ((change == UPDATE) & tracked)).select(
@@ -108,14 +109,15 @@ def merge_scd2(spark: SparkSession, target_path: str, operations: DataFrame,
                keys: Sequence[str], data: Sequence[str], version: Any,
                version_type: DataType) -> DeltaMergeBuilder:
     at = F.lit(version).cast(version_type)
-    inserted: dict[str, str | Column] = {f"`{c}`": f"s.`{c}`" for c in [*keys, *data, START_AT]}
-    inserted[f"`{END_AT}`"] = F.lit(None).cast(version_type)
+    inserted: dict[str, str | Column] = {identifier(c): f"s.{identifier(c)}"
+                                         for c in [*keys, *data, START_AT]}
+    inserted[identifier(END_AT)] = F.lit(None).cast(version_type)
     merge = (DeltaTable.forPath(spark, target_path).alias("t")
              .merge(operations.alias("s"), _match([*keys, START_AT]))
-             .whenMatchedUpdate(condition=f"s.{OP} = 'close'", set={f"`{END_AT}`": at}))
+             .whenMatchedUpdate(condition=f"s.{OP} = 'close'", set={identifier(END_AT): at}))
     if data:  # a snapshot of keys alone has nothing to update in place
         merge = merge.whenMatchedUpdate(condition=f"s.{OP} = 'update'",
-                                        set={f"`{c}`": f"s.`{c}`" for c in data})
+                                        set={identifier(c): f"s.{identifier(c)}" for c in data})
     return merge.whenNotMatchedInsert(condition=f"s.{OP} = 'open'", values=inserted)
 
 
@@ -123,29 +125,29 @@ def applied_in_memory(rows: DataFrame, changes: DataFrame, scd_type: int, keys: 
                       data: Sequence[str], version: Any, version_type: DataType) -> DataFrame:
     """The target's `rows` after `changes`, as `merge_scd1` / `merge_scd2` would leave them,
     computed without a table: how a new target takes several snapshots in one write."""
-    key_cols = [F.col(f"`{k}`") for k in keys]
+    key_cols = [column(k) for k in keys]
     if scd_type == 1:
         kept = rows.join(changes.where(F.col(CHANGE) != INSERT).select(*key_cols), list(keys),
                          "left_anti")
         new = changes.where(F.col(CHANGE) != DELETE).select(*key_cols,
-                                                             *[F.col(f"`{c}`") for c in data])
-        return kept.unionByName(new).select(*[F.col(f"`{c}`") for c in rows.columns])
+                                                             *[column(c) for c in data])
+        return kept.unionByName(new).select(*[column(c) for c in rows.columns])
     operations = scd2_operations(changes, keys, data, version, version_type)
     incoming = {c: f"__new_{c}" for c in data}
     edits = operations.where(F.col(OP) != "open").select(
-        *key_cols, START_AT, OP, *[F.col(f"`{c}`").alias(incoming[c]) for c in data])
+        *key_cols, START_AT, OP, *[column(c).alias(incoming[c]) for c in data])
     edited = rows.join(edits, [*keys, START_AT], "left")
     updated = F.col(OP) == "update"
-    values = {c: F.when(updated, F.col(f"`{incoming[c]}`")).otherwise(F.col(f"`{c}`"))
+    values = {c: F.when(updated, column(incoming[c])).otherwise(column(c))
               for c in data}
     values[END_AT] = F.when(F.col(OP) == "close", F.lit(version).cast(version_type)) \
         .otherwise(F.col(END_AT))
-    kept = edited.select(*[values.get(c, F.col(f"`{c}`")).alias(c) for c in rows.columns])
+    kept = edited.select(*[values.get(c, column(c)).alias(c) for c in rows.columns])
     opened = operations.where(F.col(OP) == "open").select(
-        *key_cols, *[F.col(f"`{c}`") for c in data], START_AT,
+        *key_cols, *[column(c) for c in data], START_AT,
         F.lit(None).cast(version_type).alias(END_AT))
-    return kept.unionByName(opened).select(*[F.col(f"`{c}`") for c in rows.columns])
+    return kept.unionByName(opened).select(*[column(c) for c in rows.columns])
 
 
 def _match(columns: Sequence[str]) -> str:
-    return " AND ".join(f"t.`{c}` = s.`{c}`" for c in columns)
+    return " AND ".join(f"t.{identifier(c)} = s.{identifier(c)}" for c in columns)

@@ -20,6 +20,8 @@ from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
+from exactly_once.local.engine.sql_columns import column, identifier
+
 CHANGE = "__change"  # insert | update | delete
 TRACKED_CHANGE = "__tracked_change"  # an update changes a tracked column (SCD2: a new version)
 TARGET = "__target_"  # prefix of the target's columns next to the snapshot's
@@ -66,7 +68,7 @@ def schema_mismatch(snapshot: StructType, target: StructType) -> str | None:
 def _differs(columns: Sequence[str]) -> Column:
     differs = F.lit(False)
     for c in columns:
-        differs = differs | ~F.col(f"`{c}`").eqNullSafe(F.col(f"`{TARGET}{c}`"))
+        differs = differs | ~column(c).eqNullSafe(column(TARGET + c))
     return differs
 
 
@@ -80,12 +82,12 @@ def snapshot_changes(snapshot: DataFrame, current: DataFrame, keys: Sequence[str
     `SnapshotCounts`' fields when the result is first computed.
     """
     data = data_columns(snapshot.schema, keys)
-    key_cols = [F.col(f"`{k}`") for k in keys]
-    row = [F.first(F.struct(*[F.col(f"`{c}`") for c in data])).alias(_ROW)] if data else []
+    key_cols = [column(k) for k in keys]
+    row = [F.first(F.struct(*[column(c) for c in data])).alias(_ROW)] if data else []
     grouped = snapshot.groupBy(*key_cols).agg(F.count(F.lit(1)).alias(_COUNT), *row).select(
-        *key_cols, _COUNT, *[F.col(f"{_ROW}.`{c}`").alias(c) for c in data])
+        *key_cols, _COUNT, *[F.col(f"{_ROW}.{identifier(c)}").alias(c) for c in data])
     carried = [c for c in current.columns if c not in keys]
-    renamed = current.select(*key_cols, *[F.col(f"`{c}`").alias(TARGET + c) for c in carried],
+    renamed = current.select(*key_cols, *[column(c).alias(TARGET + c) for c in carried],
                              F.lit(True).alias(_IN_TARGET))
     joined = grouped.join(renamed, list(keys), "full_outer")
     in_snapshot, in_target = F.col(_COUNT).isNotNull(), F.col(_IN_TARGET).isNotNull()
@@ -93,10 +95,10 @@ def snapshot_changes(snapshot: DataFrame, current: DataFrame, keys: Sequence[str
               .when(~in_snapshot & in_target, F.lit(DELETE))
               .when(_differs(data), F.lit(UPDATE)))
     key_text = F.concat_ws(", ", *[F.concat(F.lit(f"{k}="), F.coalesce(
-        F.col(f"`{k}`").cast("string"), F.lit("NULL"))) for k in keys])
+        column(k).cast("string"), F.lit("NULL"))) for k in keys])
     null_key = F.lit(False)
     for k in keys:
-        null_key = null_key | F.col(f"`{k}`").isNull()
+        null_key = null_key | column(k).isNull()
     counts = joined.select("*", change.alias(CHANGE), _differs(tracked).alias(TRACKED_CHANGE),
                            key_text.alias("__key_text"))
     observed = counts.observe(
