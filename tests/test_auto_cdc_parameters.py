@@ -163,9 +163,10 @@ def test_a_once_snapshot_flow_asks_for_snapshots_in_one_update_only(spark, setti
     assert pipeline.table() == sorted(DOCS_SNAPSHOT_2, key=repr)
 
 
-# -- columns whose names have a dot or a backtick --------------------------------------------------
-# Spark's rules for a column's name (pyspark's `col`): a dot separates a struct's fields, and a
-# name with a dot or a backtick in it is written in backticks, a backtick doubled.
+# -- columns named as Spark resolves them ----------------------------------------------------------
+# Spark's rules for a column's name (pyspark's `col`): a dot separates a struct's fields, a name
+# with a dot or a backtick in it is written in backticks, a backtick doubled, and the case of a
+# name does not matter (`spark.sql.caseSensitive` is off, as on Databricks).
 ODD_NAMES = '''
 import os
 from pyspark import pipelines as dp
@@ -183,21 +184,21 @@ def next_snapshot(latest):
     return spark.read.format("delta").load(path), version
 
 dp.create_streaming_table("current")
-dp.create_auto_cdc_flow(target="current", source="changes", keys=["`order.id`"],
-                        sequence_by="seq", apply_as_deletes="op = 'D'", except_column_list=["op"],
-                        ignore_null_updates=True)
+dp.create_auto_cdc_flow(target="current", source="changes", keys=["`ORDER.ID`"],
+                        sequence_by="seq", apply_as_deletes="op = 'D'",
+                        column_list=["`Amount.USD`", "`NOTE``S`", "Seq"], ignore_null_updates=True)
 dp.create_streaming_table("history")
-dp.create_auto_cdc_flow(target="history", source="changes", keys=[F.col("`order.id`")],
-                        sequence_by="seq", apply_as_deletes="op = 'D'", except_column_list=["op"],
-                        stored_as_scd_type=2, track_history_column_list=["`amount.usd`"])
+dp.create_auto_cdc_flow(target="history", source="changes", keys=[F.col("`Order.Id`")],
+                        sequence_by="seq", apply_as_deletes="op = 'D'", except_column_list=["OP"],
+                        stored_as_scd_type=2, track_history_column_list=["`AMOUNT.usd`"])
 dp.create_streaming_table("mirror")
 dp.create_auto_cdc_from_snapshot_flow(target="mirror", source=next_snapshot,
-                                      keys=["`order.id`"], stored_as_scd_type=2)
+                                      keys=["`Order.ID`"], stored_as_scd_type=2)
 '''
 
 
-def test_columns_whose_names_have_a_dot_or_a_backtick_pass_through_auto_cdc(spark, settings,
-                                                                             tmp_path):
+def test_columns_named_in_another_case_or_with_a_dot_or_a_backtick_pass_through_auto_cdc(
+        spark, settings, tmp_path):
     live, snapshots = tmp_path / "live", tmp_path / "snapshots"
     files = pipeline_dir(tmp_path, gold=ODD_NAMES.format(live=str(live), snapshots=str(snapshots)))
     warehouse = tmp_path / "warehouse"
@@ -218,7 +219,8 @@ def test_columns_whose_names_have_a_dot_or_a_backtick_pass_through_auto_cdc(spar
     update([(1, 2, "U", 11.0, None), (2, 2, "D", None, None), (1, 3, "U", None, "a3")],
            [(1, 0, "", 11.0, "a3"), (3, 0, "", 30.0, "c")], 2)
     names = ["order.id", "seq", "amount.usd", "note`s"]
-    assert table("current") == (names, [(1, 3, 11.0, "a3")])  # nulls ignored, 2 deleted
+    assert table("current") == (["order.id", "amount.usd", "note`s", "seq"],
+                                [(1, 11.0, "a3", 3)])  # nulls ignored, 2 deleted
     assert table("history") == ([*names, "__START_AT", "__END_AT"], sorted([
         (1, 1, 10.0, "a", 1, 2), (1, 2, 11.0, None, 2, 3), (1, 3, None, "a3", 3, None),
         (2, 1, 20.0, "b", 1, 2)], key=repr))

@@ -8,6 +8,7 @@ the event's content, so every replay decides equal sequences the same way (docs/
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, fields
 
 from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
@@ -25,6 +26,7 @@ from pyspark.sql.types import (
 )
 
 from exactly_once.errors import DeclarationError, FlowError
+from exactly_once.local.auto_cdc.declaration import spelled_as_in
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.engine.sql_columns import column, identifier, struct_sql
 from exactly_once.local.storage import delta_log
@@ -86,17 +88,27 @@ def check_columns(spec: AutoCdcSpec, source_columns: list[str]) -> None:
             raise error(f"AUTO CDC flow `{spec.name}`: {arg} names "
                         f"{', '.join(f'`{n}`' for n in missing)}, not in `{spec.source}` "
                         f"(its columns: {', '.join(source_columns)})")
-    if spec.column_list is not None:  # the columns are taken as named
-        unnamed = set(spec.column_list) - set(source_columns)
-        if unnamed:
-            raise error(f"{spec.name}: column_list names unknown columns {sorted(unnamed)}")
-    data = {c.lower() for c in data_columns(spec, source_columns)}
+    data = {c.lower() for c in data_columns(source_named(spec, source_columns), source_columns)}
     for arg, names in [("track_history_column_list", spec.track_history_column_list),
                        ("ignore_null_updates_column_list", spec.ignore_null_updates_column_list)]:
         unknown = {n for n in names or () if n.lower() not in data}
         if unknown:
             raise error(f"{spec.name}: {arg} names columns that are not non-key target columns: "
                         f"{sorted(unknown)}")
+
+
+def source_named(spec: AutoCdcSpec, source_columns: list[str]) -> AutoCdcSpec:
+    """`spec` with the columns it names spelled as its source spells them (`spelled_as_in`)."""
+    def named(names: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        return spelled_as_in(names, source_columns)
+
+    return dataclasses.replace(
+        spec, keys=named(spec.keys) or (), column_list=named(spec.column_list),
+        except_column_list=named(spec.except_column_list),
+        ignore_null_updates_column_list=named(spec.ignore_null_updates_column_list),
+        ignore_null_updates_except_column_list=named(spec.ignore_null_updates_except_column_list),
+        track_history_column_list=named(spec.track_history_column_list),
+        track_history_except_column_list=named(spec.track_history_except_column_list))
 
 
 def check_source(spec: AutoCdcSpec, source: DataFrame) -> None:

@@ -8,6 +8,7 @@ runs: `create_auto_cdc_flow: stored_as_scd_type must be 1 or 2, got 3`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +48,18 @@ def name_parts(column: ColumnLike) -> list[str] | None:
         return None
     parts = node.nameParts()
     return [str(parts.apply(i)) for i in range(parts.length())]
+
+
+def spelled_as_in(names: tuple[str, ...] | None,
+                  columns: Sequence[str]) -> tuple[str, ...] | None:
+    """`names` as `columns` spell them: Spark resolves a column's name whatever its case
+    (`spark.sql.caseSensitive` is off, as on Databricks), so `keys=["ID"]` names column `id`,
+    and the runtime compares names as strings once they are spelled alike. A name `columns`
+    lack stays as it is, for the caller's check to name."""
+    if names is None:
+        return None
+    spelled = {c.lower(): c for c in columns}
+    return tuple(spelled.get(n.lower(), n) for n in names)
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from exactly_once.local.auto_cdc.changes import (
     check_columns,
     check_source,
     schema_may_differ,
+    source_named,
 )
 from exactly_once.local.auto_cdc.commits import BatchWrite
 from exactly_once.local.auto_cdc.from_snapshot.flow import run_snapshots
@@ -203,6 +204,7 @@ def run_auto_cdc_flow(spark: SparkSession, spec: AutoCdcSpec, source: DataFrame,
     created with the table properties the graph gave the spec."""
     check_source(spec, source)
     check_columns(spec, source.columns)  # before anything is written, as dry-run checks them
+    spec = source_named(spec, source.columns)
     result = FlowResult(flow=spec.name, target=spec.target,
                         kind="auto_cdc_once" if spec.once else "auto_cdc")
     scd = scd_type_of(spec)

@@ -36,7 +36,7 @@ from pyspark.sql.types import (
 )
 
 from exactly_once.errors import CatalogError, DeclarationError, GraphError, first_line, located
-from exactly_once.local.auto_cdc.changes import check_columns, check_source
+from exactly_once.local.auto_cdc.changes import check_columns, check_source, source_named
 from exactly_once.local.auto_cdc.from_snapshot import flow as snapshot_flow
 from exactly_once.local.auto_cdc.from_snapshot import versions as snapshot_versions
 from exactly_once.local.auto_cdc.from_snapshot.apply import target_schema
@@ -268,7 +268,8 @@ class _Analyzer:
                             ("apply_as_truncates", spec.apply_as_truncates)]:
             if column is not None:
                 _analyze_expression(spec, source, arg, column)
-        return self.spark.createDataFrame([], scd_type_of(spec).target_schema(spec, source))
+        return self.spark.createDataFrame([], scd_type_of(spec).target_schema(
+            source_named(spec, source.columns), source))
 
     def _snapshot_cdc(self, spec: SnapshotCdcSpec) -> DataFrame:
         """The first snapshot's query (the function asked as before a first update, or the
@@ -294,7 +295,8 @@ class _Analyzer:
             snapshot, version = snapshot_flow.check_shape(spec, latest, result)
             snapshot_versions.check_next(spec.name, snapshot_flow.asked(spec, latest), version,
                                          latest)
-        snapshot_flow.check_columns(spec, snapshot.columns)
+        snapshot_flow.check_columns(snapshot_flow.snapshot_named(spec, snapshot.columns),
+                                    snapshot.columns)
         return self.spark.createDataFrame([], target_schema(
             snapshot.schema, spec.stored_as_scd_type, snapshot_versions.spark_type(version)))
 

@@ -28,6 +28,7 @@ processing time: Databricks' rule, a documented wall-clock policy (docs/auto_cdc
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime, timezone
@@ -38,6 +39,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from exactly_once.errors import SnapshotError
+from exactly_once.local.auto_cdc.declaration import spelled_as_in
 from exactly_once.local.auto_cdc.from_snapshot import versions
 from exactly_once.local.auto_cdc.from_snapshot.apply import (
     applied_in_memory,
@@ -139,8 +141,19 @@ def tracked_columns(spec: SnapshotCdcSpec, data: Sequence[str]) -> list[str]:
     return [c for c in data if c not in excluded]
 
 
+def snapshot_named(spec: SnapshotCdcSpec, columns: Sequence[str]) -> SnapshotCdcSpec:
+    """`spec` with its keys and history column lists spelled as the snapshot spells them
+    (`spelled_as_in`)."""
+    return dataclasses.replace(
+        spec, keys=spelled_as_in(spec.keys, columns) or (),
+        track_history_column_list=spelled_as_in(spec.track_history_column_list, columns),
+        track_history_except_column_list=spelled_as_in(spec.track_history_except_column_list,
+                                                       columns))
+
+
 def check_columns(spec: SnapshotCdcSpec, columns: Sequence[str]) -> None:
-    """The keys and history column lists name columns of the snapshot."""
+    """The keys and history column lists name columns of the snapshot (`snapshot_named`
+    first)."""
     problems = []
     if missing := [k for k in spec.keys if k not in columns]:
         problems.append(f"keys {', '.join(missing)}")
@@ -230,6 +243,7 @@ def apply_snapshot(spark: SparkSession, spec: SnapshotCdcSpec, warehouse: Wareho
     (`snapshot:<flow>`, the snapshot's ordinal) is a setting of that session, so it must not be
     the session other flows commit through at the same time.
     """
+    spec = snapshot_named(spec, snapshot.columns)
     check_columns(spec, snapshot.columns)
     path, target = _target(spark, spec, warehouse, snapshot, version, ordinal, step)
     changes, applied = _changes(spec, snapshot, target, version, ordinal, step)
@@ -327,6 +341,7 @@ def first_snapshots(spark: SparkSession, spec: SnapshotCdcSpec, next_snapshot: N
                 break
             snapshot, version = check_shape(spec, latest, result)
             versions.check_next(spec.name, asked(spec, latest), version, latest)
+            spec = snapshot_named(spec, snapshot.columns)
             check_columns(spec, snapshot.columns)
             if rows is None:  # the target's columns, from the first snapshot if it is new
                 rows = _target(spark, spec, warehouse, snapshot, version, ordinal, step)[1] \
