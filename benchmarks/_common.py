@@ -209,6 +209,17 @@ def history_warehouse(work: Path) -> tuple[Any, int, Feed, Any]:
     return spark, driver_pid(spark), feed, settings
 
 
+def previous_version(path: str) -> str:
+    """The commit that wrote `src/exactly_once/<path>` as it was before its last change: the
+    default baseline of an A/B of that module."""
+    commits = subprocess.run(["git", "log", "-n", "2", "--format=%h", "--",
+                              f"src/exactly_once/{path}"], cwd=REPO, capture_output=True,
+                             text=True, check=True).stdout.split()
+    if len(commits) < 2:
+        raise SystemExit(f"src/exactly_once/{path} has no earlier version to compare with")
+    return commits[1]
+
+
 def baseline_module(revision: str, path: str, scratch: Path) -> ModuleType:
     """`src/exactly_once/<path>` as at `revision`, imported as a module of its own
     (`baseline_<stem>`) beside this tree's, for an A/B of two commits' code in one session. Its

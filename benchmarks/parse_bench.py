@@ -6,7 +6,8 @@ The parse is most of what grows with the data in an update (BENCHMARKS.md, "The 
 process and one Spark session: a generated stream (`_common.stream_records`: 20% duplicates,
 1% malformed) goes through bronze into a Delta table, read back and cached; then each topic's
 records are parsed by this tree's `parse_events` and by `--baseline`'s (its
-`src/exactly_once/transforms/silver.py` from git, run against this tree's other modules),
+`src/exactly_once/transforms/silver.py` from git, run against this tree's other modules; by
+default the version before the module's last change),
 alternating, `--rounds` times each, into Spark's `noop` sink with the session's update settings
 (interpreted expressions). Prints the median seconds of each, the ratio, and the commit; and
 checks that both give the same rows.
@@ -21,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import baseline_module, commit, stream_records
+from _common import baseline_module, commit, previous_version, stream_records
 
 from exactly_once.kafka.kcat import write_kcat_jsonl
 from exactly_once.local.engine import update_settings
@@ -30,17 +31,18 @@ from exactly_once.settings.pipeline import load_settings
 from exactly_once.transforms import silver
 from exactly_once.transforms.bronze import read_kcat_file, with_ingestion_time
 
-BASELINE = "93f451b"  # the parse before its checks read the typed columns
+PARSE = "transforms/silver.py"
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--events", type=int, default=200_000)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--baseline", default=BASELINE, help="a git revision")
+    parser.add_argument("--baseline", default=previous_version(PARSE),
+                        help="a git revision (default: the parse before its last change)")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="parse-bench-"))
-    baseline = baseline_module(args.baseline, "transforms/silver.py", root)
+    baseline = baseline_module(args.baseline, PARSE, root)
     dump = root / "stream.jsonl"
     write_kcat_jsonl(dump, stream_records(args.events))
     spark = build_session(root / "spark", log_level="OFF")
