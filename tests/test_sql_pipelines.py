@@ -452,3 +452,22 @@ def test_auto_cdc_clauses_are_create_auto_cdc_flow_s_arguments(spark, tmp_path):
             history.except_column_list, history.stored_as_scd_type,
             history.track_history_column_list) == (
         ("name",), "Column<'struct(seq, op)'>", ("op",), 2, ("name",))
+
+
+def test_auto_cdc_into_takes_quoted_names_as_the_python_api_does(spark, tmp_path):
+    """KEYS, COLUMNS and TRACK HISTORY ON name a column whose name has a dot or a backtick in
+    backticks, the backtick doubled: the column's whole name, as `F.col` reads it."""
+    from exactly_once.local.graph.loader import load_graph
+
+    root = write_pipeline(tmp_path, p_sql="""
+        CREATE OR REFRESH STREAMING TABLE feed AS
+          SELECT * FROM STREAM(outside_the_pipeline);
+        CREATE OR REFRESH STREAMING TABLE history;
+
+        CREATE FLOW to_history AS AUTO CDC INTO history FROM STREAM(feed)
+          KEYS (`order.id`, `a``b`) SEQUENCE BY seq COLUMNS * EXCEPT (`op.code`)
+          STORED AS SCD TYPE 2 TRACK HISTORY ON (`amount.usd`, plain);
+        """)
+    (history,) = load_graph(spark, [root / "p.sql"]).auto_cdc_flows
+    assert (history.keys, history.except_column_list, history.track_history_column_list) == (
+        ("order.id", "a`b"), ("op.code",), ("amount.usd", "plain"))

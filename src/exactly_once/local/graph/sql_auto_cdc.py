@@ -27,7 +27,7 @@ from typing import Any
 
 from exactly_once.local.graph.sql_files import Statement
 
-_IDENTIFIER = r"`[^`]*`|[A-Za-z_]\w*"
+_IDENTIFIER = r"`(?:[^`]|``)*`|[A-Za-z_]\w*"  # a quoted one doubles its backticks
 _NAME = rf"(?:{_IDENTIFIER})(?:\s*\.\s*(?:{_IDENTIFIER}))*"
 _HEAD = re.compile(rf"(?:AUTO\s+CDC|APPLY\s+CHANGES)\s+INTO\s+(?P<target>{_NAME})\s+FROM\s+"
                    rf"(?:STREAM\s*\(\s*(?P<paren>{_NAME})\s*\)|STREAM\s+(?P<bare>{_NAME})|"
@@ -161,7 +161,8 @@ def _columns(statement: Statement, text: str, clause: str,
     for part in names:
         if not re.fullmatch(_IDENTIFIER, part):
             raise statement.error(f"{clause} takes column names, got {part!r}")
-    return [part.strip("`") for part in names]
+    # As written: create_auto_cdc_flow reads a name as `F.col` does, back quotes included.
+    return names
 
 
 def _dataset(name: str) -> str:
