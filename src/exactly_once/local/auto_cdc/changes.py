@@ -70,7 +70,8 @@ class BatchCounts:
 def check_columns(spec: AutoCdcSpec, source_columns: list[str]) -> None:
     """The columns the declaration names, against its source's: a DeclarationError about the
     target for the first that is not there. Before the flow writes anything (`dry-run` and an
-    update both ask): the source's columns are known once its query is built."""
+    update both ask): the source's columns are known once its query is built. `spec` is
+    spelled as the source spells its columns (`source_named` first)."""
     def error(message: str) -> DeclarationError:
         return DeclarationError(message, dataset=spec.target)
 
@@ -88,7 +89,7 @@ def check_columns(spec: AutoCdcSpec, source_columns: list[str]) -> None:
             raise error(f"AUTO CDC flow `{spec.name}`: {arg} names "
                         f"{', '.join(f'`{n}`' for n in missing)}, not in `{spec.source}` "
                         f"(its columns: {', '.join(source_columns)})")
-    data = {c.lower() for c in data_columns(source_named(spec, source_columns), source_columns)}
+    data = {c.lower() for c in data_columns(spec, source_columns)}
     for arg, names in [("track_history_column_list", spec.track_history_column_list),
                        ("ignore_null_updates_column_list", spec.ignore_null_updates_column_list)]:
         unknown = {n for n in names or () if n.lower() not in data}

@@ -203,8 +203,8 @@ def run_auto_cdc_flow(spark: SparkSession, spec: AutoCdcSpec, source: DataFrame,
     """Apply `source`'s changes to `spec.target` batch by batch (auto_cdc/); the target is
     created with the table properties the graph gave the spec."""
     check_source(spec, source)
-    check_columns(spec, source.columns)  # before anything is written, as dry-run checks them
     spec = source_named(spec, source.columns)
+    check_columns(spec, source.columns)  # before anything is written, as dry-run checks them
     result = FlowResult(flow=spec.name, target=spec.target,
                         kind="auto_cdc_once" if spec.once else "auto_cdc")
     scd = scd_type_of(spec)

@@ -262,14 +262,14 @@ class _Analyzer:
             raise GraphError(f"AUTO CDC flow `{spec.name}` reads `{spec.source}`, which the "
                              "pipeline does not define")
         check_source(spec, source)
-        check_columns(spec, source.columns)
+        named = source_named(spec, source.columns)
+        check_columns(named, source.columns)
         for arg, column in [("sequence_by", spec.sequence_by),
                             ("apply_as_deletes", spec.apply_as_deletes),
                             ("apply_as_truncates", spec.apply_as_truncates)]:
             if column is not None:
                 _analyze_expression(spec, source, arg, column)
-        return self.spark.createDataFrame([], scd_type_of(spec).target_schema(
-            source_named(spec, source.columns), source))
+        return self.spark.createDataFrame([], scd_type_of(spec).target_schema(named, source))
 
     def _snapshot_cdc(self, spec: SnapshotCdcSpec) -> DataFrame:
         """The first snapshot's query (the function asked as before a first update, or the
