@@ -28,7 +28,7 @@ from pyspark.sql.types import (
 from exactly_once.errors import DeclarationError, FlowError
 from exactly_once.local.auto_cdc.declaration import spelled_as_in
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
-from exactly_once.local.engine.sql_columns import column, identifier, struct_sql
+from exactly_once.local.engine.sql_columns import column, identifier, matched_on, struct_sql
 from exactly_once.local.storage import delta_log
 from exactly_once.local.storage.schema_evolution import stored_schema
 from exactly_once.local.storage.snapshot_files import read_latest
@@ -296,4 +296,4 @@ def keys_predicate(rows: DataFrame, spec: AutoCdcSpec) -> str:
 
 def merge_condition(spec: AutoCdcSpec, extra: tuple[str, ...] = ()) -> str:
     """The MERGE's match: the keys (and `extra` columns) of target `t` equal those of source `s`."""
-    return " AND ".join(f"t.{identifier(k)} = s.{identifier(k)}" for k in (*spec.keys, *extra))
+    return matched_on((*spec.keys, *extra))

@@ -38,7 +38,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from delta.tables import DeltaTable
-from pyspark.sql import Column, DataFrame, Observation, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
@@ -66,7 +66,7 @@ from exactly_once.local.auto_cdc.changes import (
 from exactly_once.local.auto_cdc.commits import BatchWrite
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.engine.materialize import computed_once, in_driver
-from exactly_once.local.engine.sql_columns import column, identifier, struct_of
+from exactly_once.local.engine.sql_columns import column, from_source, identifier, struct_of
 from exactly_once.local.storage import delta_log, schema_evolution
 from exactly_once.local.storage.delta_log import is_delta_table
 from exactly_once.local.storage.warehouse import (
@@ -312,7 +312,7 @@ def _apply(spark: SparkSession, spec: AutoCdcSpec, changes: DataFrame, source_co
                     changes.where(~F.col(IS_DELETE)).selectExpr(*map(identifier, order)),
                     target_path, spec, "target", write)
     else:
-        values: dict[str, str | Column] = {identifier(c): f"s.{identifier(c)}" for c in order}
+        values = from_source(order)
         updates = dict(values)
         # NULL keeps the target's value where NULLs are ignored, unless re-inserted
         updates.update({identifier(c): f"CASE WHEN s.{RESET} THEN s.{identifier(c)} "

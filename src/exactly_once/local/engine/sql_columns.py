@@ -40,3 +40,13 @@ def struct_of(names: Iterable[str]) -> Column:
     from pyspark.sql import functions as F
 
     return F.expr(struct_sql(names))
+
+
+def matched_on(names: Iterable[str]) -> str:
+    """A Delta MERGE's condition: target `t` and source `s` equal on the columns `names`."""
+    return " AND ".join(f"t.{identifier(n)} = s.{identifier(n)}" for n in names)
+
+
+def from_source(names: Iterable[str]) -> dict[str, str | Column]:
+    """A Delta MERGE's assignments (`set`, `values`): each column of `names` from source `s`'s."""
+    return {identifier(n): f"s.{identifier(n)}" for n in names}

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from delta.tables import DeltaMergeBuilder, DeltaTable
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, StructField, StructType
 
@@ -39,7 +39,7 @@ from exactly_once.local.auto_cdc.from_snapshot.diff import (
     UPDATE,
 )
 from exactly_once.local.auto_cdc.scd2 import END_AT, START_AT
-from exactly_once.local.engine.sql_columns import column, identifier
+from exactly_once.local.engine.sql_columns import column, from_source, identifier, matched_on
 
 OP = "__op"  # SCD2: open (insert a version) | close (end the current one) | update (in place)
 
@@ -76,13 +76,13 @@ def inserted_rows(changes: DataFrame, target: StructType, version: Any,
 
 def merge_scd1(spark: SparkSession, target_path: str, changes: DataFrame, keys: Sequence[str],
                data: Sequence[str]) -> DeltaMergeBuilder:
-    columns: dict[str, str | Column] = {identifier(c): f"s.{identifier(c)}" for c in [*keys, *data]}
+    columns = from_source([*keys, *data])
     merge = (DeltaTable.forPath(spark, target_path).alias("t")
-             .merge(changes.alias("s"), _match(keys))
+             .merge(changes.alias("s"), matched_on(keys))
              .whenMatchedDelete(condition=f"s.{CHANGE} = '{DELETE}'"))
     if data:  # a snapshot of keys alone has nothing to update
         merge = merge.whenMatchedUpdate(condition=f"s.{CHANGE} = '{UPDATE}'",
-                                        set={identifier(c): f"s.{identifier(c)}" for c in data})
+                                        set=from_source(data))
     return merge.whenNotMatchedInsert(condition=f"s.{CHANGE} = '{INSERT}'", values=columns)
 
 
@@ -109,15 +109,14 @@ def merge_scd2(spark: SparkSession, target_path: str, operations: DataFrame,
                keys: Sequence[str], data: Sequence[str], version: Any,
                version_type: DataType) -> DeltaMergeBuilder:
     at = F.lit(version).cast(version_type)
-    inserted: dict[str, str | Column] = {identifier(c): f"s.{identifier(c)}"
-                                         for c in [*keys, *data, START_AT]}
+    inserted = from_source([*keys, *data, START_AT])
     inserted[identifier(END_AT)] = F.lit(None).cast(version_type)
     merge = (DeltaTable.forPath(spark, target_path).alias("t")
-             .merge(operations.alias("s"), _match([*keys, START_AT]))
+             .merge(operations.alias("s"), matched_on([*keys, START_AT]))
              .whenMatchedUpdate(condition=f"s.{OP} = 'close'", set={identifier(END_AT): at}))
     if data:  # a snapshot of keys alone has nothing to update in place
         merge = merge.whenMatchedUpdate(condition=f"s.{OP} = 'update'",
-                                        set={identifier(c): f"s.{identifier(c)}" for c in data})
+                                        set=from_source(data))
     return merge.whenNotMatchedInsert(condition=f"s.{OP} = 'open'", values=inserted)
 
 
@@ -147,7 +146,3 @@ def applied_in_memory(rows: DataFrame, changes: DataFrame, scd_type: int, keys: 
         *key_cols, *[column(c) for c in data], START_AT,
         F.lit(None).cast(version_type).alias(END_AT))
     return kept.unionByName(opened).select(*[column(c) for c in rows.columns])
-
-
-def _match(columns: Sequence[str]) -> str:
-    return " AND ".join(f"t.{identifier(c)} = s.{identifier(c)}" for c in columns)
