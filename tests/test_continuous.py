@@ -23,8 +23,8 @@ from reference import Delivered, expected_tables, quarantined_offsets, xp_ledger
 from exactly_once.errors import SettingsError
 from exactly_once.kafka.generator import GeneratorConfig, generate_stream
 from exactly_once.kafka.kcat import as_consumed, write_kcat_jsonl
+from exactly_once.local.execution.checkpoints import replayed_batch
 from exactly_once.local.execution.continuous import parse_interval
-from exactly_once.local.execution.streams import replayed_batch
 from exactly_once.local.storage.delta_log import versions
 from exactly_once.local.storage.snapshot_files import read_latest
 from exactly_once.local.storage.warehouse import Warehouse

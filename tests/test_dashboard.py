@@ -186,6 +186,22 @@ def test_node_colors_follow_the_latest_update(spark, tmp_path):
     assert view.nodes["b"].runs[0].seconds == pytest.approx(2.0)  # the wait is not its time
 
 
+def test_a_dataset_whose_flows_all_had_nothing_new_is_grey(spark, tmp_path):
+    """A dataset whose flows were all SKIPPED in the latest update (nothing new to read or
+    recompute: execution/unread.py, unchanged.py) is grey; one of its flows that ran makes it
+    green."""
+    wh = Warehouse(tmp_path / "warehouse")
+    event_log.append(spark, wh, [FlowResult("a", "t", "append", output_rows=5),
+                                 FlowResult("b", "t", "append", output_rows=1),
+                                 FlowResult("v", "v", "materialized_view", output_rows=2)], "u1")
+    event_log.append(spark, wh, [FlowResult("a", "t", "append", status="SKIPPED"),
+                                 FlowResult("b", "t", "append", output_rows=1),
+                                 FlowResult("v", "v", "materialized_view", status="SKIPPED")],
+                     "u2")
+    view = collect_graph(spark, wh.event_log_path(), tables=[])
+    assert {n: view.nodes[n].status for n in ("t", "v")} == {"t": "COMPLETED", "v": "SKIPPED"}
+
+
 def test_the_served_dashboard_reloads_itself_and_shows_each_new_update(spark, quality_run,
                                                                        tmp_path):
     """`quality dashboard --serve`: the page asks to be reloaded, and a request after the event

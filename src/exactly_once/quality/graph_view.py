@@ -6,8 +6,9 @@ the event log alone.
   rows, event_log.py), which is what the queries read (update.py). A temporary view is inlined
   into its readers, so `checked_orders` is part of `silver_orders`' node, as its expectations are.
 * Status: the node's status in the latest update, as Databricks shows the graph of one update:
-  FAILED if a flow into it failed, COMPLETED if its flows ran, else SKIPPED (not selected by
-  `--refresh`, stopped by an upstream failure, or never run).
+  FAILED if a flow into it failed, COMPLETED if one of its flows ran, else SKIPPED (its flows
+  had nothing new to read or recompute, were not selected by `--refresh`, were stopped by an
+  upstream failure, or never ran).
 * On each node, for the latest update: rows written (`num_output_rows`), busy seconds from the
   timeline (its flows' own time, waits for upstream left out), the expectation pass rate (checks
   passed / checks evaluated, over its expectations) and the records its input sent to quarantine
@@ -178,7 +179,7 @@ def collect_graph(spark: SparkSession, log_path: StoragePath,
         latest = node.latest_runs(view.latest_update)
         if any(r.status == "FAILED" for r in latest):
             node.status = "FAILED"
-        elif latest:
+        elif any(r.status != "SKIPPED" for r in latest):
             node.status = "COMPLETED"
     _quarantined(view)
     _layout(view)

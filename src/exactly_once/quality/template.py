@@ -60,7 +60,7 @@ update{{ '' if updates|length == 1 else 's' }}). Latest update
 {{ graph }}
 <div class="sub">Colored by each dataset's status in the latest update:
 <span class="st-COMPLETED">COMPLETED</span>, <span class="st-FAILED">FAILED</span>,
-<span class="st-SKIPPED">SKIPPED</span> (not refreshed, stopped upstream, or never run). Seconds are
+<span class="st-SKIPPED">SKIPPED</span> (nothing new, not refreshed, stopped upstream, or never run). Seconds are
 the flows' own time from the event log's timeline (waits for upstream left out); the pass rate counts
 expectation checks; quarantined: the records of that dataset the quarantine took. Click a dataset
 for its flow history.</div>

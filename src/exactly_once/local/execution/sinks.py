@@ -3,7 +3,7 @@ updates and crashes, as a streaming table's arrive; into a `dp.foreach_batch_sin
 micro-batch is given to its function, at least once (what the function writes is its own).
 
 A sink flow is an append flow: a stream through `foreachBatch` (streams.py), or a once flow's
-batch. Structured Streaming runs the batch a crash interrupted again (`streams.replayed_batch`);
+batch. Structured Streaming runs the batch a crash interrupted again (`checkpoints.replayed_batch`);
 only that batch looks for what it already wrote:
 
 * delta, by `path` or `tableName`: each batch is one Delta commit carrying its marker

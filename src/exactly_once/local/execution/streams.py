@@ -4,9 +4,11 @@ Every streaming flow writes through `foreachBatch`, not Spark's Delta sink: the 
 whether a batch already committed (`txnVersion`), which rebuilds the target table's state, two
 Spark jobs per micro-batch. Here each write carries a `delta_log.Marker` instead, and only the
 one batch that can have committed before, the batch a restarted query replays, is looked up in
-the log (`replayed_batch`). Structured Streaming logs a batch's offsets before it runs and its
-commit after, so that batch is the last one with offsets and no commit. A batch's expressions run
-interpreted, as the update's, or as generated code when it is large (engine/update_settings.py).
+the log (`checkpoints.replayed_batch`). Structured Streaming logs a batch's offsets before it
+runs and its commit after, so that batch is the last one with offsets and no commit. A batch's
+expressions run interpreted, as the update's, or as generated code when it is large
+(engine/update_settings.py). A query whose sources have nothing it has not read is not
+started (unread.py).
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from pyspark.sql.streaming import StreamingQuery
 
 from exactly_once.errors import FlowError
 from exactly_once.local.engine.update_settings import batch_expressions
+from exactly_once.local.execution import unread
+from exactly_once.local.execution.checkpoints import query_id, replayed_batch
 from exactly_once.local.execution.failures import flow_failure
 from exactly_once.local.observe.progress import FlowResult, Progress
 from exactly_once.local.observe.timeline import Timeline
@@ -29,36 +33,6 @@ BatchHandler = Callable[[DataFrame, int, str, bool], None]
 POLL_SECONDS = 0.2
 
 
-def _batch_ids(directory: StoragePath) -> list[int]:
-    try:
-        return sorted(int(p.name) for p in directory.iterdir() if p.name.isdigit())
-    except FileNotFoundError:
-        return []
-
-
-def asks_for_first_batch(checkpoint: StoragePath) -> bool:
-    """Whether a query started from `checkpoint` asks its sources for its first micro-batch
-    (`getBatch` with no start): a new query, and one whose offsets log holds batch 0 alone,
-    which Spark, restarting it, asks for that batch again (to run it again, or to set its
-    sources up before the next). There the sources' options say where the batch began."""
-    return _batch_ids(checkpoint / "offsets") in ([], [0])
-
-
-def replayed_batch(checkpoint: StoragePath) -> int | None:
-    """The micro-batch a query restarted from `checkpoint` runs again: logged in `offsets/` but
-    not in `commits/` (it may have written some of its output before the crash)."""
-    offsets, commits = _batch_ids(checkpoint / "offsets"), _batch_ids(checkpoint / "commits")
-    if offsets and (not commits or offsets[-1] > commits[-1]):
-        return offsets[-1]
-    return None
-
-
-def query_id(checkpoint: StoragePath) -> str:
-    """The id Structured Streaming gave the query of this checkpoint (its `metadata` file):
-    the same across restarts, new when the checkpoint is new."""
-    return str(json.loads((checkpoint / "metadata").read_text().splitlines()[0])["id"])
-
-
 def flow_error(flow: str, err: BaseException,
                batch_error: BaseException | None = None) -> FlowError:
     """One line saying what stopped the flow and what to do (failures.py)."""
@@ -67,7 +41,11 @@ def flow_error(flow: str, err: BaseException,
 
 def run_available_now(df: DataFrame, name: str, checkpoint: StoragePath, handle: BatchHandler,
                       result: FlowResult, progress: Progress, timeline: Timeline) -> None:
-    """Process what `df` has now, batch by batch through `handle`, then stop."""
+    """Process what `df` has now, batch by batch through `handle`, then stop; or, when its
+    sources have nothing it has not read (unread.py), start nothing: the flow is SKIPPED."""
+    if unread.nothing_unread(df, checkpoint):
+        result.status = "SKIPPED"
+        return
     replayed = replayed_batch(checkpoint)
     failed: list[BaseException] = []  # what the batch function raised, as Python raised it
 

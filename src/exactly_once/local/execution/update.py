@@ -34,7 +34,7 @@ from exactly_once.local.catalog.names import Namespace
 from exactly_once.local.catalog.scope import ReadScope
 from exactly_once.local.engine import pipeline_session
 from exactly_once.local.engine.sql_parser import quiet_query_context
-from exactly_once.local.execution import flow_kinds, flows, schema_check, streams, unchanged
+from exactly_once.local.execution import checkpoints, flow_kinds, flows, schema_check, unchanged
 from exactly_once.local.execution.flow_kinds import Query
 from exactly_once.local.execution.refresh import RefreshSelection, plan_refresh
 from exactly_once.local.execution.streams import flow_error
@@ -248,7 +248,7 @@ class PipelineUpdate:
             return df
         if setup is None:
             raise GraphError(f"`{name}` is read outside a flow's query")
-        first_batch = streaming and streams.asks_for_first_batch(
+        first_batch = streaming and checkpoints.asks_for_first_batch(
             self.warehouse.checkpoint_path(setup.flow))
         if streaming and not first_batch and self._streamed_before_update(name):
             setup.not_waited_for.append(name)

@@ -1,6 +1,6 @@
 """Delta writes that a replayed micro-batch does not repeat.
 
-Structured Streaming runs a micro-batch again after a crash (`streams.replayed_batch`). Each
+Structured Streaming runs a micro-batch again after a crash (`checkpoints.replayed_batch`). Each
 write of a batch carries a `Marker` (writer, batch id) in its commit's userMetadata; a replayed
 batch first looks for its marker in the table's log and skips a write that already committed.
 A batch that is not a replay cannot have committed before, so it writes without looking.
