@@ -5,8 +5,12 @@ batches without data is started every update, as before; new rows are all read t
 
 from __future__ import annotations
 
+import shutil
 from textwrap import dedent
 
+import pytest
+
+from exactly_once.errors import FlowError
 from exactly_once.local.execution.checkpoints import batch_ids
 from exactly_once.local.execution.pipeline import run_pipeline
 from exactly_once.local.observe import event_log
@@ -101,3 +105,13 @@ def test_a_stream_with_nothing_new_to_read_is_skipped(spark, settings, tmp_path)
     statuses = update()
     assert statuses["doubled"] == "COMPLETED" and statuses["latest"] == "SKIPPED"
     assert rows("doubled") == [("a", 2), ("a", 10), ("b", 4), ("c", 6)]
+
+    # The source dropped and created again at its path, with the same rows and versions: another
+    # table (another id), which `events` is started for, and Delta refuses to read it on.
+    shutil.rmtree(source)
+    spark.createDataFrame([("a", 1), ("b", 2)], "k STRING, v INT").write.format("delta") \
+        .save(str(source))
+    spark.createDataFrame([("a", 5), ("c", 3)], "k STRING, v INT").write.format("delta") \
+        .mode("append").save(str(source))
+    with pytest.raises(FlowError, match="flow `events` failed"):
+        run_pipeline(spark, settings, warehouse, pipelines_dir=pipelines)
