@@ -33,7 +33,11 @@ def asks_for_first_batch(checkpoint: StoragePath) -> bool:
 def replayed_batch(checkpoint: StoragePath) -> int | None:
     """The micro-batch a query restarted from `checkpoint` runs again: logged in `offsets/` but
     not in `commits/` (it may have written some of its output before the crash)."""
-    offsets, commits = batch_ids(checkpoint / "offsets"), batch_ids(checkpoint / "commits")
+    return _uncommitted(batch_ids(checkpoint / "offsets"), batch_ids(checkpoint / "commits"))
+
+
+def _uncommitted(offsets: list[int], commits: list[int]) -> int | None:
+    """The last logged batch when it has no commit (the logs' batch ids, ascending)."""
     if offsets and (not commits or offsets[-1] > commits[-1]):
         return offsets[-1]
     return None
@@ -51,7 +55,7 @@ def committed_offsets(checkpoint: StoragePath) -> list[Any] | None:
     query has no batch, or its last one is logged but not committed (a restart runs it
     again)."""
     offsets = batch_ids(checkpoint / "offsets")
-    if not offsets or replayed_batch(checkpoint) is not None:
+    if not offsets or _uncommitted(offsets, batch_ids(checkpoint / "commits")) is not None:
         return None
     try:
         lines = (checkpoint / "offsets" / str(offsets[-1])).read_text().splitlines()

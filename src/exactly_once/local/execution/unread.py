@@ -38,14 +38,18 @@ BEFORE_FIRST_FILE = -1  # a Delta offset's index between versions (DeltaSourceOf
 
 def nothing_unread(query: DataFrame, checkpoint: StoragePath) -> bool:
     """Whether `query`, started from `checkpoint`, would find nothing new in its sources."""
-    if query.sparkSession.conf.get(NO_DATA_BATCHES, None) != "false":
-        return False
     offsets = checkpoints.committed_offsets(checkpoint)
-    tables = _delta_tables(query) if offsets else None
-    if offsets is None or tables is None or len(tables) != len(offsets):
+    if not offsets:
         return False
+    # The checkpoint first (files), the session and the plan after (py4j): a Kafka or file
+    # source stops here.
     next_versions = [v for v in map(_next_version, offsets) if v is not None]
     if len(next_versions) < len(offsets):
+        return False
+    if query.sparkSession.conf.get(NO_DATA_BATCHES, None) != "false":
+        return False
+    tables = _delta_tables(query)
+    if tables is None or len(tables) != len(offsets):
         return False
     ids = [delta_log.table_id(path) for path in tables]
     if Counter(ids) != Counter(offset["reservoirId"] for offset in offsets):
