@@ -25,11 +25,19 @@ went: every process the suite started, by what it is (a worker's Spark session, 
 own JVM, the resident engine, a bundle's own pytest, the Kafka brokers, the cluster's
 executors, ...), and the threads of the workers' Spark sessions by name (threads a sample did
 not see, a query's short life mostly, count as "ended unseen").
+
+**CPU by test**: each worker records its pid, and the sampler keeps, per worker, the CPU of its
+Python and its Spark session at every sample. A test's CPU is their difference across its
+window (setup to teardown) plus the whole CPU of the processes first seen below that worker in
+the window (a CLI process, a broker of its own, a session fixture's daemon). With two workers on
+two cores the wall seconds of a test also hold the other worker's contention; its CPU is what it
+costs the suite.
 """
 
 from __future__ import annotations
 
 import argparse
+import bisect
 import json
 import os
 import re
@@ -82,6 +90,8 @@ def host() -> dict[str, str]:
 
 
 def _probe(when: str) -> None:
+    if os.environ.get("PYTEST_XDIST_WORKER") and when == "start":  # for the CPU by test
+        _record({"worker pid": os.getpid(), "worker": os.environ["PYTEST_XDIST_WORKER"]})
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         _record({"probe": when, "seconds": machine_probe(), "at": time.time(), "host": host()})
 
@@ -111,6 +121,9 @@ class CpuSampler(threading.Thread):
         super().__init__(daemon=True)
         self.processes: dict[int, dict] = {}
         self.threads: dict[tuple[int, int], tuple[str, float, float]] = {}
+        # Per xdist worker, (time, CPU of the worker's Python and its Spark session) at each
+        # sample: what a test cost in them is the difference across its window.
+        self.series: dict[int, list[tuple[float, float]]] = defaultdict(list)
         self.done = threading.Event()
 
     def run(self) -> None:
@@ -133,6 +146,7 @@ class CpuSampler(threading.Thread):
                 if parent in mine and pid not in mine:
                     mine.add(pid)
                     changed = True
+        now = time.time()
         for pid in mine - {os.getpid()}:
             parent, cpu = seen[pid]
             known = self.processes.get(pid)
@@ -142,11 +156,28 @@ class CpuSampler(threading.Thread):
                         b"\0", b" ").decode(errors="replace")
                 except OSError:
                     continue
-                known = self.processes.setdefault(pid, {"parent": parent, "first": cpu})
+                known = self.processes.setdefault(pid, {"parent": parent, "first": cpu,
+                                                        "seen": now})
                 known["command"] = command
-            known["cpu"] = cpu
+                known["worker"] = self.worker_of(pid)
+            known["cpu"], known["last"] = cpu, now
             if threads and self.is_session(pid):
                 self.sample_threads(pid)
+        own: dict[int, float] = defaultdict(float)
+        for pid, known in self.processes.items():
+            if pid in seen and known.get("worker") and (
+                    known["worker"] == pid or self.is_session(pid)):
+                own[known["worker"]] += known["cpu"]
+        for worker, cpu in own.items():
+            self.series[worker].append((now, cpu))
+
+    def worker_of(self, pid: int) -> int | None:
+        """The pid of the xdist worker `pid` descends from (itself included)."""
+        while pid in self.processes:
+            if "exec(eval(sys.stdin" in self.processes[pid].get("command", ""):
+                return pid
+            pid = self.processes[pid]["parent"]
+        return None
 
     def sample_threads(self, pid: int) -> None:
         try:
@@ -198,7 +229,15 @@ class CpuSampler(threading.Thread):
         sessions = kinds.get(SPARK_JVMS["session"])
         if sessions is not None:
             threads["ended unseen"] = sessions - sum(threads.values())
-        return {"cpu": dict(kinds), "session threads": dict(threads)}
+        processes = [{"kind": self.kind(pid), "cpu": round(known["cpu"] - known["first"], 2),
+                      "seen": known["seen"], "last": known["last"],
+                      "worker": known.get("worker"), "command": known["command"][:200]}
+                     for pid, known in self.processes.items()
+                     if known["cpu"] - known["first"] >= 0.1]
+        series = {worker: [(round(t, 2), round(cpu, 2)) for t, cpu in points]
+                  for worker, points in self.series.items()}
+        return {"cpu": dict(kinds), "session threads": dict(threads),
+                "processes": processes, "series": series}
 
 
 # (a part of the command line, what the process is): the first that matches
@@ -282,7 +321,7 @@ def cpu_of(path: str) -> dict:
 def read(path: str) -> list[dict]:
     # A pytest that a test starts (a user's bundle tested as a user runs it) inherits the
     # plugin: its rows have no worker and are already inside the test that started it.
-    return [row for row in _rows(path) if row.get("worker") is not None]
+    return [row for row in _rows(path) if row.get("worker") is not None and "id" in row]
 
 
 def per_file(rows: list[dict]) -> dict[str, float]:
@@ -290,6 +329,38 @@ def per_file(rows: list[dict]) -> dict[str, float]:
     for row in rows:
         files[row["id"].split("::")[0]] += row["seconds"]
     return files
+
+
+def cpu_per_test(path: str, rows: list[dict]) -> dict[str, tuple[float, float]]:
+    """Each test's CPU, from setup to teardown on its worker: (the worker's Python and Spark
+    session, the processes first seen below that worker in that window, whole lives)."""
+    account = cpu_of(path)
+    names = {str(r["worker pid"]): r["worker"] for r in _rows(path) if "worker pid" in r}
+    series = {names.get(pid): points for pid, points in account.get("series", {}).items()
+              if points}
+    if not series:
+        return {}
+    windows: dict[str, list] = {}
+    for row in rows:
+        window = windows.setdefault(row["id"], [row["start"], row["stop"], row["worker"]])
+        window[0], window[1] = min(window[0], row["start"]), max(window[1], row["stop"])
+
+    def at(worker: str, moment: float) -> float:
+        points = series.get(worker, [])
+        index = bisect.bisect_right([t for t, _ in points], moment)
+        return points[max(index - 1, 0)][1] if points else 0.0
+
+    started: dict[str, list[dict]] = defaultdict(list)
+    for process in account.get("processes", []):
+        if process["worker"] is not None:
+            started[names.get(str(process["worker"]), "?")].append(process)
+    found = {}
+    for test, (start, stop, worker) in windows.items():
+        own = at(worker, stop) - at(worker, start)
+        theirs = sum(p["cpu"] for p in started[worker] if start <= p["seen"] <= stop
+                     and p["kind"] not in ("the workers (Python)", SPARK_JVMS["session"]))
+        found[test] = (own, theirs)
+    return found
 
 
 def names_at(commit: str) -> set[str]:
@@ -344,6 +415,20 @@ def main() -> None:
     for name, seconds in sorted(files.items(), key=lambda item: -item[1])[:args.top]:
         against = f"  {base[name]:7.1f}  {seconds / base[name]:5.2f}" if name in base else ""
         print(f"{seconds:7.1f}{against}  {name}")
+    per_test = cpu_per_test(args.run, rows)
+    if per_test:
+        own = sum(o for o, _ in per_test.values())
+        theirs = sum(t for _, t in per_test.values())
+        print(f"CPU by test (the worker's Python and Spark session + the processes the test "
+              f"started): {own / 60:.1f} + {theirs / 60:.1f} minutes")
+        by_file: dict[str, float] = defaultdict(float)
+        for test, (o, t) in per_test.items():
+            by_file[test.split("::")[0]] += o + t
+        for name, seconds in sorted(by_file.items(), key=lambda item: -item[1])[:args.top]:
+            print(f"  {seconds:7.1f}  {name}")
+        print("  the tests:")
+        for test, (o, t) in sorted(per_test.items(), key=lambda item: -sum(item[1]))[:args.top]:
+            print(f"  {o + t:7.1f} ({o:5.1f} + {t:5.1f})  {test[:130]}")
     if args.since:
         before = names_at(args.since)
         added = sum(r["seconds"] for r in rows
