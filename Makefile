@@ -104,8 +104,9 @@ demo: setup
 # apt), so they and lint (once the venv is there) are made in parallel: the downloads overlap
 # the Go build, which alone takes minutes. Each part's output is kept together.
 # The tests run in two workers (pytest-xdist), a test file per worker at a time, so a file's
-# module fixtures are set up once: each worker has its own Spark session, broker and cluster,
-# on ports of their own. 16.9 minutes against 20.5 in one (BENCHMARKS.md, "Test suite").
+# module fixtures are set up once: each worker has its own Spark session and broker, on ports
+# of their own; the files that use the standalone cluster run in one worker, which starts it
+# once (tests/cluster_fixtures.py). 16.9 minutes against 20.5 in one (BENCHMARKS.md, "Test suite").
 PYTEST_WORKERS ?= 2
 test:
 	$(MAKE) -j4 --output-sync=target test-setup lint
