@@ -206,6 +206,7 @@ def test_benchmarks_open_with_todays_figures():
     assert [s.splitlines()[0] for s in sections] == [
         "A small update", "The first update", "Throughput against a raw append",
         "Against `spark-pipelines`", "The suite", "A test of your pipeline", "The cluster",
+        "The object store",
         "Set-up"]
     for section in sections:
         assert re.search(r"^\|.*`[0-9a-f]{7}`", section, re.M), section.splitlines()[0]
