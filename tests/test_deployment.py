@@ -22,7 +22,7 @@ def checkpoint_manager(spark, conf: dict[str, str], directory) -> str:
 def test_a_warehouse_on_the_store_keeps_checkpoints_through_s3a_s_cached_file_system(
         spark, tmp_path):
     """S3A's FileContext binding builds a new S3AFileSystem (its AWS client too) for every
-    checkpoint log a query opens, a fifth of a small update's driver CPU on the store
+    checkpoint log a query opens, about a sixth of a small update's CPU on the store
     (BENCHMARKS.md, "The object store"): a session over the store takes Spark's FileSystem-based
     manager, which uses the file system Hadoop caches. A local warehouse keeps Spark's default."""
     engine = load_engine("local")

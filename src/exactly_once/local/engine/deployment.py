@@ -97,7 +97,7 @@ def s3a_conf(store: ObjectStoreSettings) -> dict[str, str]:
         # Streaming checkpoints (offsets, commits, state stores' files) through the FileSystem
         # S3A caches, not Spark's default FileContext: S3A's FileContext binding initializes a
         # new S3AFileSystem (its AWS client built anew) for every checkpoint log a query opens,
-        # about a fifth of the driver's CPU in a small update on the store. Both write a
+        # about a sixth of a small update's CPU on the store (BENCHMARKS.md). Both write a
         # temporary object and rename it (a copy, as S3 has no rename), so nothing else
         # changes; one writer at a time is the warehouse lock's guarantee either way.
         CHECKPOINT_FILE_MANAGER: FILE_SYSTEM_CHECKPOINTS,
