@@ -147,6 +147,7 @@ class CpuSampler(threading.Thread):
                     mine.add(pid)
                     changed = True
         now = time.time()
+        own: dict[int, float] = defaultdict(float)  # each worker's Python and Spark session
         for pid in mine - {os.getpid()}:
             parent, cpu = seen[pid]
             known = self.processes.get(pid)
@@ -161,13 +162,11 @@ class CpuSampler(threading.Thread):
                 known["command"] = command
                 known["worker"] = self.worker_of(pid)
             known["cpu"], known["last"] = cpu, now
-            if threads and self.is_session(pid):
+            session = self.is_session(pid)
+            if threads and session:
                 self.sample_threads(pid)
-        own: dict[int, float] = defaultdict(float)
-        for pid, known in self.processes.items():
-            if pid in seen and known.get("worker") and (
-                    known["worker"] == pid or self.is_session(pid)):
-                own[known["worker"]] += known["cpu"]
+            if known["worker"] is not None and (known["worker"] == pid or session):
+                own[known["worker"]] += cpu
         for worker, cpu in own.items():
             self.series[worker].append((now, cpu))
 
@@ -320,7 +319,8 @@ def cpu_of(path: str) -> dict:
 
 def read(path: str) -> list[dict]:
     # A pytest that a test starts (a user's bundle tested as a user runs it) inherits the
-    # plugin: its rows have no worker and are already inside the test that started it.
+    # plugin: its rows have no worker and are already inside the test that started it. A
+    # worker's own row (its pid, for the CPU by test) is no test's.
     return [row for row in _rows(path) if row.get("worker") is not None and "id" in row]
 
 
