@@ -161,6 +161,12 @@ def expected_tables(records: list[Delivered], topics: dict[str, str]) -> Expecte
 Rank = tuple
 
 
+def rank_of(struct) -> Rank | None:
+    """A table's `struct(sequence, event_id)` (SCD2's __START_AT and __END_AT, a journal's
+    sequence) as the model's rank; None for a null one (an open version's end)."""
+    return None if struct is None else (struct["sequence"], struct["event_id"])
+
+
 def _valid_deliveries(records: list[Delivered], topic: str, entity: str,
                       extra: Extra = NO_EXTRA) -> list[tuple[Delivered, dict]]:
     return [(r, e) for r in records if r.topic == topic

@@ -29,6 +29,7 @@ from reference import (
     distinct_order_events,
     order_history,
     quarantined_offsets,
+    rank_of,
     xp_ledger,
 )
 
@@ -151,10 +152,6 @@ def event_values(event: dict) -> tuple:
             Decimal(event["amount"]).quantize(Decimal("0.01")), event.get("coupon"))
 
 
-def rank(struct) -> tuple | None:
-    return None if struct is None else (struct["sequence"], struct["event_id"])
-
-
 @contextlib.contextmanager
 def cli_in_session(spark):
     """The CLI's commands in `spark` (conftest's `in_session`, for a module's fixture)."""
@@ -207,7 +204,7 @@ def test_gold_and_silver_equal_the_model_with_the_new_field(spark, added_field):
     delivered = stream.delivered
     assert_gold_is_the_models(spark, stream)
     journal = stream.journal(spark).select("order_id", F.col(SEQUENCE).alias("s"), "coupon")
-    assert sorted((r["order_id"], rank(r["s"])) for r in journal.collect()) == \
+    assert sorted((r["order_id"], rank_of(r["s"])) for r in journal.collect()) == \
         distinct_order_events(delivered, ORDERS, COUPON)
     silver = {r["event_id"]: r["coupon"] for r in stream.table(spark, "silver_orders").collect()}
     assert silver == {"e1": None, "e2": None, "e3": "SAVE10", "e4": "WELCOME", "e5": None,
@@ -243,8 +240,8 @@ def assert_gold_is_the_models(spark, stream: Stream, contract: Extra = COUPON) -
     assert {r["order_id"]: order_values(r) for r in stream.table(spark, "orders").collect()} == {
         key: event_values(e) for key, e in current_orders(delivered, ORDERS, contract).items()}
     history = stream.table(spark, "orders_history").collect()
-    assert sorted((r["order_id"], rank(r["__START_AT"]), rank(r["__END_AT"]), *order_values(r))
-                  for r in history) == sorted(
+    assert sorted((r["order_id"], rank_of(r["__START_AT"]), rank_of(r["__END_AT"]),
+                   *order_values(r)) for r in history) == sorted(
         (v.order_id, v.start, v.end, *event_values(v.event))
         for v in order_history(delivered, ORDERS, extra=contract))
 

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
-from reference import Delivered, expected_tables
+from reference import Delivered, expected_tables, order_history, rank_of, xp_ledger
 
 from exactly_once.kafka.admin import ensure_topics
 from exactly_once.kafka.generator import GeneratorConfig, generate_stream
@@ -95,6 +95,15 @@ def assert_tables_match(spark, warehouse, delivered: list[Delivered],
             event["event_id"], event["sequence"], event["status"], event["customer_id"],
             event["currency"], f"{float(event['amount']):.2f}"), order_id
 
+    history = table("orders_history").collect()
+    assert sorted((r["order_id"], rank_of(r["__START_AT"]), rank_of(r["__END_AT"]), r["event_id"])
+                  for r in history) == sorted((v.order_id, v.start, v.end, v.event["event_id"])
+                                              for v in order_history(delivered, orders_topic))
+
+    ledger = table("player_xp_ledger").collect()
+    assert sorted((r["event_id"], r["player_id"], r["xp"]) for r in ledger) == sorted(
+        (event_id, e["player_id"], e["xp"])
+        for event_id, e in xp_ledger(delivered, rewards_topic).items())
     xp = {r["player_id"]: r["total_xp"] for r in table("player_xp").collect()}
     assert xp == expected.player_xp
     return expected

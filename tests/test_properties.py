@@ -53,6 +53,7 @@ from reference import (
     late_events,
     order_history,
     quarantined_offsets,
+    rank_of,
     silver_deliveries,
     valid_event,
     xp_ledger,
@@ -438,10 +439,6 @@ def read_tables(spark, warehouse: Path) -> dict[str, list]:
                      .select("order_id", F.col(SEQUENCE).alias("sequence")).collect()}
 
 
-def rank(struct) -> tuple | None:
-    return None if struct is None else (struct["sequence"], struct["event_id"])
-
-
 def order_row(row) -> tuple:
     return (row["event_id"], row["event_type"], row["sequence"], row["customer_id"],
             row["status"], row["amount"], row["currency"])
@@ -479,11 +476,12 @@ def assert_matches_model(tables: dict[str, list], stream: Stream) -> None:
     assert {r["order_id"]: order_row(r) for r in tables["orders"]} == {
         key: order_event(e) for key, e in current_orders(delivered, ORDERS).items()}, "orders"
 
-    assert sorted((r["order_id"], rank(r["__START_AT"]), rank(r["__END_AT"]), *order_row(r))
+    assert sorted((r["order_id"], rank_of(r["__START_AT"]), rank_of(r["__END_AT"]), *order_row(r))
                   for r in tables["orders_history"]) == sorted(
         (v.order_id, v.start, v.end, *order_event(v.event))
         for v in order_history(delivered, ORDERS)), "orders_history"
-    journal = sorted((r["order_id"], rank(r["sequence"])) for r in tables["orders_history journal"])
+    journal = sorted((r["order_id"], rank_of(r["sequence"]))
+                     for r in tables["orders_history journal"])
     assert journal == distinct_order_events(delivered, ORDERS), "SCD2 journal: a row per event"
 
     ledger = xp_ledger(delivered, REWARDS)
