@@ -29,9 +29,10 @@ not see, a query's short life mostly, count as "ended unseen").
 **CPU by test**: each worker records its pid, and the sampler keeps, per worker, the CPU of its
 Python and its Spark session at every sample. A test's CPU is their difference across its
 window (setup to teardown) plus the whole CPU of the processes first seen below that worker in
-the window (a CLI process, a broker of its own, a session fixture's daemon). With two workers on
-two cores the wall seconds of a test also hold the other worker's contention; its CPU is what it
-costs the suite.
+the window that ended with it (a CLI process, a broker of its own). A process that outlives the
+test it started in (a module or session fixture's broker, cluster or engine) is its fixture's,
+listed apart with the test whose setup started it. With two workers on two cores the wall
+seconds of a test also hold the other worker's contention; its CPU is what it costs the suite.
 """
 
 from __future__ import annotations
@@ -103,11 +104,13 @@ _NUMBER = re.compile(r"#?\d+")  # a thread's number in its name: "Thread-12", "G
 _SAMPLING = "SUITE_ACCOUNT_SAMPLING"
 
 
-def _stat(path: str) -> tuple[int, float] | None:
-    """(parent pid, CPU seconds) of /proc/<pid>[/task/<tid>]/stat, None once it has gone."""
+def _stat(path: str) -> tuple[int, float, bool] | None:
+    """(parent pid, CPU seconds, ended) of /proc/<pid>[/task/<tid>]/stat, None once it has gone.
+    Ended: a zombie, its CPU final, waiting for its parent to reap it (a cluster's JVMs stay so
+    until the worker's next subprocess call)."""
     try:
         fields = Path(path, "stat").read_text().rpartition(")")[2].split()
-        return int(fields[1]), (int(fields[11]) + int(fields[12])) / _TICK
+        return int(fields[1]), (int(fields[11]) + int(fields[12])) / _TICK, fields[0] == "Z"
     except (OSError, IndexError, ValueError):
         return None
 
@@ -142,14 +145,14 @@ class CpuSampler(threading.Thread):
         changed = True  # a child's pid may be lower than its parent's: to a fixpoint
         while changed:
             changed = False
-            for pid, (parent, _) in seen.items():
+            for pid, (parent, _, _) in seen.items():
                 if parent in mine and pid not in mine:
                     mine.add(pid)
                     changed = True
         now = time.time()
         own: dict[int, float] = defaultdict(float)  # each worker's Python and Spark session
         for pid in mine - {os.getpid()}:
-            parent, cpu = seen[pid]
+            parent, cpu, ended = seen[pid]
             known = self.processes.get(pid)
             if known is None or _is_launcher(known["command"]):  # read again once exec'd
                 try:
@@ -158,10 +161,13 @@ class CpuSampler(threading.Thread):
                 except OSError:
                     continue
                 known = self.processes.setdefault(pid, {"parent": parent, "first": cpu,
-                                                        "seen": now})
+                                                        "seen": now, "last": now})
                 known["command"] = command
                 known["worker"] = self.worker_of(pid)
-            known["cpu"], known["last"] = cpu, now
+            known["cpu"] = cpu
+            if ended:
+                continue
+            known["last"] = now
             session = self.is_session(pid)
             if threads and session:
                 self.sample_threads(pid)
@@ -331,15 +337,21 @@ def per_file(rows: list[dict]) -> dict[str, float]:
     return files
 
 
-def cpu_per_test(path: str, rows: list[dict]) -> dict[str, tuple[float, float]]:
+# A process still seen this long after the teardown of the test it started in is a fixture's.
+OUTLIVED = 5.0
+
+
+def cpu_per_test(path: str, rows: list[dict]) -> tuple[dict[str, tuple[float, float]],
+                                                         list[tuple[str, dict]]]:
     """Each test's CPU, from setup to teardown on its worker: (the worker's Python and Spark
-    session, the processes first seen below that worker in that window, whole lives)."""
+    session, the processes first seen below that worker in that window that ended with it,
+    whole lives); then the processes that outlived that window, each with its test."""
     account = cpu_of(path)
     names = {str(r["worker pid"]): r["worker"] for r in _rows(path) if "worker pid" in r}
     series = {names.get(pid): points for pid, points in account.get("series", {}).items()
               if points}
     if not series:
-        return {}
+        return {}, []
     windows: dict[str, list] = {}
     for row in rows:
         window = windows.setdefault(row["id"], [row["start"], row["stop"], row["worker"]])
@@ -354,13 +366,20 @@ def cpu_per_test(path: str, rows: list[dict]) -> dict[str, tuple[float, float]]:
     for process in account.get("processes", []):
         if process["worker"] is not None:
             started[names.get(str(process["worker"]), "?")].append(process)
-    found = {}
+    found, outlived = {}, []
     for test, (start, stop, worker) in windows.items():
         own = at(worker, stop) - at(worker, start)
-        theirs = sum(p["cpu"] for p in started[worker] if start <= p["seen"] <= stop
-                     and p["kind"] not in ("the workers (Python)", SPARK_JVMS["session"]))
+        theirs = 0.0
+        for process in started[worker]:
+            if not start <= process["seen"] <= stop or process["kind"] in (
+                    "the workers (Python)", SPARK_JVMS["session"]):
+                continue
+            if process["last"] > stop + OUTLIVED:
+                outlived.append((test, process))
+            else:
+                theirs += process["cpu"]
         found[test] = (own, theirs)
-    return found
+    return found, outlived
 
 
 def names_at(commit: str) -> set[str]:
@@ -415,12 +434,17 @@ def main() -> None:
     for name, seconds in sorted(files.items(), key=lambda item: -item[1])[:args.top]:
         against = f"  {base[name]:7.1f}  {seconds / base[name]:5.2f}" if name in base else ""
         print(f"{seconds:7.1f}{against}  {name}")
-    per_test = cpu_per_test(args.run, rows)
+    per_test, outlived = cpu_per_test(args.run, rows)
     if per_test:
         own = sum(o for o, _ in per_test.values())
         theirs = sum(t for _, t in per_test.values())
         print(f"CPU by test (the worker's Python and Spark session + the processes the test "
-              f"started): {own / 60:.1f} + {theirs / 60:.1f} minutes")
+              f"started): {own / 60:.1f} + {theirs / 60:.1f} minutes; the fixtures' processes "
+              f"(outlived the test they started in): "
+              f"{sum(p['cpu'] for _, p in outlived) / 60:.1f}")
+        for test, process in sorted(outlived, key=lambda item: -item[1]["cpu"])[:args.top // 3]:
+            print(f"  {process['cpu']:7.1f}  {process['kind']}, "
+                  f"{(process['last'] - process['seen']) / 60:.1f} min, from {test[:90]}")
         by_file: dict[str, float] = defaultdict(float)
         for test, (o, t) in per_test.items():
             by_file[test.split("::")[0]] += o + t
