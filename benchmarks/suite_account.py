@@ -164,12 +164,11 @@ class CpuSampler(threading.Thread):
                                                         "seen": now, "last": now})
                 known["command"] = command
                 known["worker"] = self.worker_of(pid)
-            known["cpu"] = cpu
-            if ended:
-                continue
-            known["last"] = now
+            known["cpu"] = cpu  # a zombie's is final, and still its worker's
+            if not ended:
+                known["last"] = now
             session = self.is_session(pid)
-            if threads and session:
+            if threads and session and not ended:
                 self.sample_threads(pid)
             if known["worker"] is not None and (known["worker"] == pid or session):
                 own[known["worker"]] += cpu
