@@ -200,8 +200,12 @@ def parse_events(bronze: DataFrame, topic: TopicSettings) -> DataFrame:
     # A null field counts as absent, here too.
     rescued = F.map_filter("_fields", lambda name, value: ~F.array_contains(known, name)
                            & ~F.is_variant_null(value))
+    # A lambda runs interpreted, entry by entry: only where a name is not the contract's, which
+    # most records lack (docs/benchmarks-history.md, "A 200,000-event update's tasks").
+    unknown_names = F.size(F.array_except(F.map_keys("_fields"), known)) > 0
     events = readable.select("*", *[value.alias(name) for name, (value, _) in typed.items()],
-                             F.when(F.size(rescued) > 0, F.to_json(rescued)).alias(RESCUED_FIELDS))
+                             F.when(unknown_names & (F.size(rescued) > 0), F.to_json(rescued))
+                             .alias(RESCUED_FIELDS))
     checks = F.array(*[failed(F.col(f"`{name}`")) for name, (_, failed) in typed.items()],
                      *rule_failures(dict(topic.rules)))
     errors = F.when(F.col("_unreadable").isNotNull(), F.array("_unreadable")).otherwise(
