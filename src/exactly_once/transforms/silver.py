@@ -138,8 +138,8 @@ def _typed(field: StructField, value: Column) -> tuple[Column, Callable[[Column]
     places; TIMESTAMP a string matching TIMESTAMP_PATTERN.
 
     The reason reads the typed column, not the expressions that made it: a check that rebuilt
-    them parsed every field twice per record, about half of the parse's time (BENCHMARKS.md,
-    "The parse").
+    them parsed every field twice per record, about half of the parse's time
+    (docs/benchmarks-history.md, "The parse, and what a settings A/B can tell").
     """
     kind = F.schema_of_variant(value)
     present = value.isNotNull() & ~F.is_variant_null(value)
