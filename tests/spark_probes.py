@@ -161,3 +161,22 @@ def runs_python_worker(df) -> bool:
     """Whether computing `df` goes through PySpark's Python worker (a `PythonRDD` in its
     lineage, as a DataFrame of a Python list has): a process each new JVM starts for it."""
     return "PythonRDD" in df._jdf.queryExecution().toRdd().toDebugString()
+
+
+def last_job_id(spark: SparkSession) -> int:
+    jobs = _events_delivered(spark).statusStore().jobsList(None)
+    return max((int(jobs.apply(i).jobId()) for i in range(jobs.size())), default=-1)
+
+
+class JobsByStep:
+    """A `BatchWrite.step` recorder: the Spark jobs each named step of a batch ran (the jobs of
+    the session's other threads too: a test runs nothing beside the batch)."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        self.spark, self.jobs = spark, {}
+
+    @contextmanager
+    def step(self, name: str):
+        first = last_job_id(self.spark)
+        yield
+        self.jobs[name] = self.jobs.get(name, 0) + last_job_id(self.spark) - first

@@ -26,7 +26,9 @@ from pyspark.sql.types import (
 )
 
 from exactly_once.errors import DeclarationError, FlowError
+from exactly_once.local.auto_cdc import one_task
 from exactly_once.local.auto_cdc.declaration import spelled_as_in
+from exactly_once.local.auto_cdc.one_task import SPARK_PLAN, BatchPlan
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.engine.sql_columns import column, identifier, matched_on, struct_sql
 from exactly_once.local.storage import delta_log
@@ -235,22 +237,45 @@ def fill_null_updates(events: DataFrame, spec: AutoCdcSpec, columns: list[str]) 
     return events.select(*filled).withColumn(RESET, F.col("__life") > 0).drop("__life")
 
 
-def rows_of_keys(rows: DataFrame, keys: DataFrame, spec: AutoCdcSpec) -> DataFrame:
+def rows_of_keys(rows: DataFrame, keys: DataFrame, spec: AutoCdcSpec,
+                 plan: BatchPlan = SPARK_PLAN) -> DataFrame:
     """The rows of `rows` whose keys are among those of `keys`, kept as they are read: a
     broadcast semi-join. The keys are few, at most a batch's, and a batch has no size estimate,
-    so without the hint the planner would shuffle `rows` to join them."""
+    so without the hint the planner would shuffle `rows` to join them. In a batch planned as
+    one task (one_task.py) the join is the task's own."""
     batch_keys = keys.select(*map(column, spec.keys))
-    return rows.join(F.broadcast(batch_keys), list(spec.keys), "left_semi")
+    side = plan.join_side(batch_keys) if plan.one_task else F.broadcast(batch_keys)
+    return rows.join(side, list(spec.keys), "left_semi")
 
 
 # A state table of more rows than this is read for a batch's keys only (`state_of_keys`).
 KEYED_STATE_READ_MIN_ROWS = 10_000
 
 
+def reads_whole_state(path: str) -> bool:
+    """Whether a batch reads the state table at `path` whole: its log counts no more than
+    KEYED_STATE_READ_MIN_ROWS rows (None: the log cannot tell, so it may be large)."""
+    rows = delta_log.row_count(path)
+    return rows is not None and rows <= KEYED_STATE_READ_MIN_ROWS
+
+
+def batch_plan(batch: DataFrame, spec: AutoCdcSpec, state_path: str) -> BatchPlan:
+    """How the batch is planned: in one task when it is small and its state too, which is
+    then read whole (`one_task.plan_for`); Spark's plan otherwise. A keyed read's semi-join
+    above the state's one partition would be pushed below it by the optimizer, and its
+    partitions would then need a shuffle. A flow that reads its source once, as a batch
+    (`once`), keeps Spark's plan too: its size would be a batch read's, which Delta answers by
+    rebuilding the source table's state (Spark jobs), for what is a whole table."""
+    if spec.once or not reads_whole_state(state_path):
+        return SPARK_PLAN
+    return one_task.plan_for(batch, state_path)
+
+
 def state_of_keys(spark: SparkSession, path: str, keys: DataFrame | None,
-                  spec: AutoCdcSpec) -> DataFrame:
-    """The state table at `path` (its latest version, `read_latest`); once it holds more than
-    KEYED_STATE_READ_MIN_ROWS rows (its log's count), only the rows of the keys `keys` holds.
+                  spec: AutoCdcSpec, plan: BatchPlan = SPARK_PLAN) -> DataFrame:
+    """The state table at `path` (its latest version, `read_latest`), as `plan` reads it; once
+    it holds more than KEYED_STATE_READ_MIN_ROWS rows (its log's count), only the rows of the
+    keys `keys` holds.
 
     A state table holds every key the flow ever applied and a batch needs only its own keys'
     rows: dropped as they are read, before any aggregation, the batch's shuffles and hashing
@@ -259,11 +284,8 @@ def state_of_keys(spark: SparkSession, path: str, keys: DataFrame | None,
     (BENCHMARKS.md, "A batch's work follows its keys").
     """
     state = read_latest(spark, path)
-    if keys is None:
-        return state
-    rows = delta_log.row_count(path)  # None: the log cannot tell, so it may be large
-    if rows is not None and rows <= KEYED_STATE_READ_MIN_ROWS:
-        return state
+    if keys is None or reads_whole_state(path):
+        return plan.read(state)
     return rows_of_keys(state, keys, spec)
 
 

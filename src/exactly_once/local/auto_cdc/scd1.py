@@ -53,6 +53,7 @@ from exactly_once.local.auto_cdc.changes import (
     TIE,
     CdcBatchStats,
     batch_counts_observed,
+    batch_plan,
     data_columns,
     fill_null_updates,
     merge_condition,
@@ -64,6 +65,7 @@ from exactly_once.local.auto_cdc.changes import (
     tie_break,
 )
 from exactly_once.local.auto_cdc.commits import BatchWrite
+from exactly_once.local.auto_cdc.one_task import SPARK_PLAN, BatchPlan
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.engine.materialize import computed_once, in_driver
 from exactly_once.local.engine.sql_columns import column, from_source, identifier, struct_of
@@ -136,10 +138,10 @@ def latest_per_key(events: DataFrame, spec: AutoCdcSpec) -> DataFrame:
 
 
 def stored_state(spark: SparkSession, state_path: str, spec: AutoCdcSpec,
-                 of_keys: DataFrame | None = None) -> DataFrame:
+                 of_keys: DataFrame | None = None, plan: BatchPlan = SPARK_PLAN) -> DataFrame:
     """Each key's stored state: its newest row in the state log, as STORED_* columns; of the
-    keys `of_keys` holds, when given (`changes.state_of_keys`)."""
-    state = state_of_keys(spark, state_path, of_keys, spec)
+    keys `of_keys` holds, when given (`changes.state_of_keys`), read as `plan` says."""
+    state = state_of_keys(spark, state_path, of_keys, spec, plan)
     tie = f"coalesce({TIE}, {LOWEST_TIE})"  # rows written before ties were stored
     last = F.expr(f"max_by(struct({SEQUENCE} AS s, {tie} AS t, {IS_DELETE} AS d, "
                   f"{DELETED_AT} AS at), struct({SEQUENCE}, {tie})) AS __last")
@@ -225,7 +227,9 @@ def apply_scd1_batch(spark: SparkSession, batch: DataFrame, spec: AutoCdcSpec,
                      tombstone_gc_seconds: float | None = None) -> CdcBatchStats:
     """Apply one micro-batch; `write` says which (and its query), for the commit markers."""
     with write.step("plan"):
-        changes, tagged, observed, counts = _plan_changes(spark, batch, spec, state_path)
+        plan = batch_plan(batch, spec, state_path)
+        changes, tagged, observed, counts = _plan_changes(spark, plan.read(batch), spec,
+                                                          state_path, plan)
     with write.step("changes"):
         # One job: the batch's changes, kept (engine/materialize.py), counted with the batch
         # on the way. Not a cache: the writes below read the changes without the state table
@@ -253,8 +257,8 @@ def apply_scd1_batch(spark: SparkSession, batch: DataFrame, spec: AutoCdcSpec,
                          stale=stale, truncates=truncates)
 
 
-def _plan_changes(spark: SparkSession, batch: DataFrame, spec: AutoCdcSpec, state_path: str
-                  ) -> tuple[DataFrame, DataFrame, Observation, Observation]:
+def _plan_changes(spark: SparkSession, batch: DataFrame, spec: AutoCdcSpec, state_path: str,
+                  plan: BatchPlan) -> tuple[DataFrame, DataFrame, Observation, Observation]:
     """The batch's changes (newest fresh event per key), the tagged batch, and the two
     observations that count them when the changes are computed."""
     columns = data_columns(spec, batch.columns)
@@ -264,7 +268,7 @@ def _plan_changes(spark: SparkSession, batch: DataFrame, spec: AutoCdcSpec, stat
         .drop(REJECT_REASON)
     # Only the batch's keys' state, but a truncate deletes every live key: it needs them all.
     stored = stored_state(spark, state_path, spec,
-                          of_keys=batch if spec.apply_as_truncates is None else None
+                          of_keys=batch if spec.apply_as_truncates is None else None, plan=plan
                           ).drop(DELETED_AT)
     if spec.apply_as_truncates is not None:
         good = _truncates_as_deletes(good, stored, spec)
@@ -274,7 +278,7 @@ def _plan_changes(spark: SparkSession, batch: DataFrame, spec: AutoCdcSpec, stat
     # A key is in the target unless it was never applied or its last change was a delete
     # (unknown, as for a state row without its delete flag, counts as in it).
     held = f"coalesce({STORED_SEQUENCE} IS NOT NULL AND NOT {STORED_DELETED}, true)"
-    fresh = good.join(stored, list(spec.keys), "left").where(
+    fresh = good.join(plan.join_side(stored), list(spec.keys), "left").where(
         F.expr(f"{STORED_SEQUENCE} IS NULL OR {newer}")
     ).withColumn(IN_TARGET, F.expr(held)).drop(STORED_SEQUENCE, STORED_TIE, STORED_DELETED)
     ignored = null_ignoring(spec, columns)

@@ -41,6 +41,7 @@ from exactly_once.local.auto_cdc.changes import (
     TIE,
     CdcBatchStats,
     batch_counts_observed,
+    batch_plan,
     data_columns,
     fill_null_updates,
     keys_predicate,
@@ -53,6 +54,7 @@ from exactly_once.local.auto_cdc.changes import (
     tie_break,
 )
 from exactly_once.local.auto_cdc.commits import BatchWrite
+from exactly_once.local.auto_cdc.one_task import SPARK_PLAN, BatchPlan
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.engine.materialize import computed_once
 from exactly_once.local.engine.sql_columns import column, identifier, struct_of
@@ -157,10 +159,11 @@ def _one_per_sequence(events: DataFrame, spec: AutoCdcSpec) -> DataFrame:
 
 
 def journal_events(spark: SparkSession, state_path: str, spec: AutoCdcSpec,
-                   columns: list[str], of_keys: DataFrame | None = None) -> DataFrame:
+                   columns: list[str], of_keys: DataFrame | None = None,
+                   plan: BatchPlan = SPARK_PLAN) -> DataFrame:
     """The journal's events (of the keys `of_keys` holds: `changes.state_of_keys`), one per
-    (key, sequence), with its TIE."""
-    journal = state_of_keys(spark, state_path, of_keys, spec)
+    (key, sequence), with its TIE, read as `plan` says."""
+    journal = state_of_keys(spark, state_path, of_keys, spec, plan)
     return _one_per_sequence(journal.withColumn(TIE, tie_break(columns)), spec)
 
 
@@ -170,11 +173,14 @@ def apply_scd2_batch(spark: SparkSession, batch: DataFrame, spec: AutoCdcSpec,
     """Apply one micro-batch; `write` says which (and its query), for the commit markers."""
     columns = data_columns(spec, batch.columns)
     with write.step("plan"):
-        fresh, journal, tagged, observed, counts = _plan_fresh(spark, batch, spec, state_path)
+        plan = batch_plan(batch, spec, state_path)
+        fresh, journal, tagged, observed, counts = _plan_fresh(spark, plan.read(batch), spec,
+                                                               state_path, plan)
     with write.step("changes"):
         # One job: the new events, kept (engine/materialize.py: appending them is then not a
         # read of the journal they were checked against), counted on the way.
-        fresh = computed_once(fresh)
+        # Kept rows do not say how they were partitioned: read into one task again.
+        fresh = plan.read(computed_once(fresh))
     counted = observed_counts(observed)
     total, rejected = counted.total, counted.rejected
     if rejected:
@@ -182,7 +188,7 @@ def apply_scd2_batch(spark: SparkSession, batch: DataFrame, spec: AutoCdcSpec,
             commits.record_rejected(tagged, batch.columns, spec, rejected_path, write)
     applied, deletes = int(counts.get["applied"]), int(counts.get["deletes"])
     committed = applied > 0 and _apply(
-        spark, spec, write, fresh, journal, columns, tracked_columns(spec, batch.columns),
+        spark, spec, write, plan, fresh, journal, columns, tracked_columns(spec, batch.columns),
         target_columns(spec, batch.columns), target_path, state_path)
     stale = total - rejected - applied
     if not committed:  # nothing new, or an earlier attempt of this batch wrote the target
@@ -191,7 +197,8 @@ def apply_scd2_batch(spark: SparkSession, batch: DataFrame, spec: AutoCdcSpec,
                          stale=stale)
 
 
-def _plan_fresh(spark: SparkSession, batch: DataFrame, spec: AutoCdcSpec, state_path: str
+def _plan_fresh(spark: SparkSession, batch: DataFrame, spec: AutoCdcSpec, state_path: str,
+                plan: BatchPlan
                 ) -> tuple[DataFrame, DataFrame, DataFrame, Observation, Observation]:
     """The batch's events the journal does not have yet (one per key and sequence), the
     journal, the tagged batch, and the observations that count them when computed."""
@@ -201,8 +208,9 @@ def _plan_fresh(spark: SparkSession, batch: DataFrame, spec: AutoCdcSpec, state_
     good = batch_counts_observed(tagged, observed).where(F.col(REJECT_REASON) == "") \
         .selectExpr(*map(identifier, (*spec.keys, SEQUENCE, IS_DELETE, *columns))) \
         .withColumn(TIE, tie_break(columns))
-    journal = journal_events(spark, state_path, spec, columns, of_keys=batch)
-    journaled = journal.select(*map(column, spec.keys), SEQUENCE, F.col(TIE).alias("__journal_tie"))
+    journal = journal_events(spark, state_path, spec, columns, of_keys=batch, plan=plan)
+    journaled = plan.join_side(journal.select(*map(column, spec.keys), SEQUENCE,
+                                              F.col(TIE).alias("__journal_tie")))
     counts = Observation()
     fresh = _one_per_sequence(good, spec).join(journaled, [*spec.keys, SEQUENCE], "left") \
         .where(F.col("__journal_tie").isNull() | (F.col(TIE) > F.col("__journal_tie"))) \
@@ -212,16 +220,16 @@ def _plan_fresh(spark: SparkSession, batch: DataFrame, spec: AutoCdcSpec, state_
     return fresh, journal, tagged, observed, counts
 
 
-def _apply(spark: SparkSession, spec: AutoCdcSpec, write: BatchWrite,
+def _apply(spark: SparkSession, spec: AutoCdcSpec, write: BatchWrite, plan: BatchPlan,
            fresh: DataFrame, journal: DataFrame, columns: list[str], tracked: list[str],
            order: list[str], target_path: str, state_path: str) -> bool:
     """Rewrite the versions of the keys `fresh` touches; whether the target write committed."""
     affected = fresh.select(*map(column, spec.keys)).distinct()
     # An event that won a tie against a journal event replaces it: same (key, sequence).
-    kept = rows_of_keys(journal.drop(TIE), affected, spec) \
-        .join(fresh.select(*map(column, spec.keys), SEQUENCE), [*spec.keys, SEQUENCE],
-              "left_anti")
-    history = kept.unionByName(fresh.drop(TIE))
+    kept = rows_of_keys(journal.drop(TIE), affected, spec, plan) \
+        .join(plan.join_side(fresh.select(*map(column, spec.keys), SEQUENCE)),
+              [*spec.keys, SEQUENCE], "left_anti")
+    history = plan.read(kept.unionByName(fresh.drop(TIE)))  # a union's partitions are its inputs'
     written = versions_of(history, spec, columns, tracked, order)  # order, START_AT, END_AT
     if delta_log.row_count(target_path) == 0:
         # Nothing to replace in an empty target (its log says no rows): an append of the
