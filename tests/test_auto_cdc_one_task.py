@@ -19,13 +19,13 @@ SCHEMA = "id STRING, seq BIGINT, kind STRING, status STRING, note STRING"
 BATCHES = [
     [("a", 1, "upsert", "new", "x"), ("a", 2, "upsert", "paid", None),
      ("b", 1, "upsert", "new", "y"), ("c", 3, "upsert", "new", "z"),
-     ("c", 1, "upsert", "old", "w")],
-    [("a", 3, "upsert", "shipped", "s"), ("b", 2, "delete", None, None),
-     ("a", 1, "upsert", "new", "x"),  # a redelivery, stale
-     ("d", 1, "upsert", "new", None)],
-    [("b", 3, "upsert", "again", "r"), ("c", 2, "upsert", "late", "l"),  # late: c is at 3
-     ("a", 3, "upsert", "shipped", "t"),  # a tie at 3, decided by content
-     ("e", 1, "delete", None, None), (None, 1, "upsert", "no key", None)],
+     ("c", 1, "upsert", "old", "w"),  # older than c's 3 in the same batch
+     ("d", 5, "upsert", "new", "1"), ("e", 1, "delete", None, None)],
+    [("a", 3, "upsert", "shipped", "s"), ("a", 1, "upsert", "new", "x"),  # a redelivery
+     ("b", 2, "delete", None, None), ("b", 3, "upsert", "again", None),  # a re-insert
+     ("c", 2, "upsert", "late", "l"),  # late: c is at 3
+     ("d", 5, "upsert", "new", "2"),  # a tie at 5 with the first batch's, by content
+     ("f", 1, "upsert", "new", None), (None, 1, "upsert", "no key", None)],
 ]
 
 
@@ -65,40 +65,33 @@ class Flow:
 
 
 @pytest.mark.parametrize("scd_type", [1, 2])
-def test_a_small_batch_s_changes_are_one_spark_job(spark, tmp_path, scd_type):
-    """A batch of a few rows over a small state: its changes (aggregations and the join with
-    the state) are one job of one task, no shuffle or broadcast of their own; four jobs in
-    Spark's plan. SCD2's versions, replayed with windows, are computed as the replace writes
-    them, without an exchange."""
-    flow = Flow(spark, tmp_path, scd_type)
-    flow.apply(BATCHES[0])
-    steps = JobsByStep(spark)
-    first = last_execution_id(spark)
-    flow.apply(BATCHES[1], steps)
-    assert steps.jobs["changes"] == 1, steps.jobs
-    if scd_type == 2:
-        replaces = [p for p in sql_plans_since(spark, first) if "__START_AT" in p
-                    and "Overwrite" in p]
-        assert replaces and not any("Exchange" in p for p in replaces), replaces
-
-
-@pytest.mark.parametrize("scd_type", [1, 2])
-def test_one_task_and_spark_s_plan_give_the_same_tables(spark, tmp_path, monkeypatch, scd_type):
-    """The same batches (late and stale events, a redelivery, a tie, deletes, a re-insert, a
-    NULL update ignored, a NULL key rejected) into two flows, one planned in one task, the
-    other as Spark plans it: the same targets, state tables and batch counts."""
+def test_a_small_batch_is_one_task_s_plan_with_the_tables_spark_s_plan_gives(
+        spark, tmp_path, monkeypatch, scd_type):
+    """The same batches (late and stale events, a redelivery, ties, deletes, a re-insert, a
+    NULL update, a NULL key) into two flows, one planned in one task, the other as Spark plans
+    it: the same targets, state tables and batch counts. In one task each batch's changes
+    (aggregations, the join with the state) are one Spark job, four in Spark's plan, and
+    SCD2's versions, replayed with windows, are computed as the replace writes them, with no
+    exchange."""
     results = {}
     for plan, limit in (("one task", one_task.ONE_TASK_MAX_BYTES), ("spark", -1)):
         monkeypatch.setattr(one_task, "ONE_TASK_MAX_BYTES", limit)
         flow = Flow(spark, tmp_path / plan.replace(" ", "-"), scd_type)
         steps = JobsByStep(spark)
+        first = last_execution_id(spark)
         stats = [flow.apply(rows, steps) for rows in BATCHES]
+        replaces = [p for p in sql_plans_since(spark, first) if "__START_AT" in p
+                    and "Overwrite" in p]
         results[plan] = (stats, flow.table(flow.tables.target), flow.table(flow.tables.state))
-        # the plans compared are the two: one job a batch's changes, or more
-        assert (steps.jobs["changes"] == len(BATCHES)) == (plan == "one task"), steps.jobs
+        if plan == "one task":
+            assert steps.jobs["changes"] == len(BATCHES), steps.jobs
+            assert bool(replaces) == (scd_type == 2), replaces  # the second batch's
+            assert not any("Exchange" in p for p in replaces), replaces
+        else:
+            assert steps.jobs["changes"] > len(BATCHES), steps.jobs
     assert results["one task"] == results["spark"]
     stats, target, _ = results["one task"]
-    assert stats[1].stale == 1 and stats[2].rejected == 1 and target
+    assert stats[1].stale >= 1 and stats[1].rejected == 1 and len(target) >= 5
 
 
 @pytest.mark.parametrize("scd_type", [1, 2])
