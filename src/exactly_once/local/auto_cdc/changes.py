@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import (
     BooleanType,
     ByteType,
+    DataType,
     DateType,
     DecimalType,
     IntegerType,
@@ -295,25 +296,45 @@ _CAST_FROM_STRING = (StringType, ByteType, ShortType, IntegerType, LongType, Dec
                      DateType, BooleanType)
 
 
-def keys_predicate(rows: DataFrame, spec: AutoCdcSpec) -> str:
-    """A SQL predicate over the target's columns: the row's keys are among those of `rows`
-    (collected now, a batch's keys: one Spark job; made distinct here, not by a shuffle). Keys
-    of a type that has no exact string form (a timestamp, a double, a struct...) compare as
-    `to_json` of the keys, which both sides compute in the same session."""
+def distinct_keys(rows: DataFrame, spec: AutoCdcSpec) -> Column:
+    """The distinct keys of `rows` as `keys_predicate` reads them, an aggregate: each key's
+    values as text, or the keys as JSON for a type without an exact text form. Observed on the
+    pass that computes the rows (`DataFrame.observe`), they cost no Spark job of their own."""
+    if _typed_literals(_key_types(rows, spec)):
+        values = ", ".join(f"CAST({identifier(k)} AS STRING)" for k in spec.keys)
+    else:
+        values = _keys_as_json(spec)
+    return F.expr(f"collect_set(array({values}))")
+
+
+def keys_predicate(rows: DataFrame, spec: AutoCdcSpec, found: list[list[str]]) -> str:
+    """A SQL predicate over the target's columns: the row's keys are among `found`, the keys of
+    `rows` (`distinct_keys`). Keys of a type that has no exact string form (a timestamp, a
+    double, a struct...) compare as `to_json` of the keys, which both sides compute in the same
+    session."""
     keys = [identifier(k) for k in spec.keys]
-    types = [rows.schema[k].dataType for k in spec.keys]
-    if all(isinstance(t, _CAST_FROM_STRING) for t in types):
-        found = rows.select(*[F.col(k).cast("string") for k in keys]).collect()
+    types = _key_types(rows, spec)
+    if _typed_literals(types):
         tuples = sorted({tuple(f"CAST({sql_literal(v)} AS {t.simpleString()})"
                                for v, t in zip(row, types, strict=True)) for row in found})
         if len(keys) == 1:
             return f"{keys[0]} IN ({', '.join(t[0] for t in tuples)})"
         return f"({', '.join(keys)}) IN ({', '.join('(' + ', '.join(t) + ')' for t in tuples)})"
-    fields = ", ".join(f"{sql_literal(k)}, {quoted}" for k, quoted in zip(spec.keys, keys,
-                                                                          strict=True))
-    as_json = f"to_json(named_struct({fields}))"
-    texts = {str(row[0]) for row in rows.select(F.expr(as_json)).collect()}
-    return f"{as_json} IN ({', '.join(sorted(sql_literal(text) for text in texts))})"
+    texts = {str(row[0]) for row in found}
+    return f"{_keys_as_json(spec)} IN ({', '.join(sorted(sql_literal(t) for t in texts))})"
+
+
+def _key_types(rows: DataFrame, spec: AutoCdcSpec) -> list[DataType]:
+    return [rows.schema[k].dataType for k in spec.keys]
+
+
+def _typed_literals(types: list[DataType]) -> bool:
+    return all(isinstance(t, _CAST_FROM_STRING) for t in types)
+
+
+def _keys_as_json(spec: AutoCdcSpec) -> str:
+    fields = ", ".join(f"{sql_literal(k)}, {identifier(k)}" for k in spec.keys)
+    return f"to_json(named_struct({fields}))"
 
 
 def merge_condition(spec: AutoCdcSpec, extra: tuple[str, ...] = ()) -> str:

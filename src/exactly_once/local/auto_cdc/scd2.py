@@ -43,6 +43,7 @@ from exactly_once.local.auto_cdc.changes import (
     batch_counts_observed,
     batch_plan,
     data_columns,
+    distinct_keys,
     fill_null_updates,
     keys_predicate,
     null_ignoring,
@@ -188,8 +189,9 @@ def apply_scd2_batch(spark: SparkSession, batch: DataFrame, spec: AutoCdcSpec,
             commits.record_rejected(tagged, batch.columns, spec, rejected_path, write)
     applied, deletes = int(counts.get["applied"]), int(counts.get["deletes"])
     committed = applied > 0 and _apply(
-        spark, spec, write, plan, fresh, journal, columns, tracked_columns(spec, batch.columns),
-        target_columns(spec, batch.columns), target_path, state_path)
+        spark, spec, write, plan, fresh, counts.get["keys"], journal, columns,
+        tracked_columns(spec, batch.columns), target_columns(spec, batch.columns), target_path,
+        state_path)
     stale = total - rejected - applied
     if not committed:  # nothing new, or an earlier attempt of this batch wrote the target
         applied = deletes = 0
@@ -214,16 +216,18 @@ def _plan_fresh(spark: SparkSession, batch: DataFrame, spec: AutoCdcSpec, state_
     counts = Observation()
     fresh = _one_per_sequence(good, spec).join(journaled, [*spec.keys, SEQUENCE], "left") \
         .where(F.col("__journal_tie").isNull() | (F.col(TIE) > F.col("__journal_tie"))) \
-        .drop("__journal_tie") \
-        .observe(counts, F.count(F.lit(1)).alias("applied"),
-                 F.count_if(F.col(IS_DELETE)).alias("deletes"))
+        .drop("__journal_tie")
+    fresh = fresh.observe(counts, F.count(F.lit(1)).alias("applied"),
+                          F.count_if(F.col(IS_DELETE)).alias("deletes"),
+                          distinct_keys(fresh, spec).alias("keys"))
     return fresh, journal, tagged, observed, counts
 
 
 def _apply(spark: SparkSession, spec: AutoCdcSpec, write: BatchWrite, plan: BatchPlan,
-           fresh: DataFrame, journal: DataFrame, columns: list[str], tracked: list[str],
-           order: list[str], target_path: str, state_path: str) -> bool:
-    """Rewrite the versions of the keys `fresh` touches; whether the target write committed."""
+           fresh: DataFrame, fresh_keys: list[list[str]], journal: DataFrame, columns: list[str],
+           tracked: list[str], order: list[str], target_path: str, state_path: str) -> bool:
+    """Rewrite the versions of the keys `fresh` touches (`fresh_keys`: their text, observed as
+    `fresh` was computed); whether the target write committed."""
     affected = fresh.select(*map(column, spec.keys)).distinct()
     # An event that won a tie against a journal event replaces it: same (key, sequence).
     kept = rows_of_keys(journal.drop(TIE), affected, spec, plan) \
@@ -243,8 +247,9 @@ def _apply(spark: SparkSession, spec: AutoCdcSpec, write: BatchWrite, plan: Batc
         # them computed first, then joined them with the target twice (BENCHMARKS.md, "Issue
         # 58").
         with write.step("target replace"):
-            committed = commits.replace_once(written, target_path, keys_predicate(fresh, spec),
-                                             spec, "target", write)
+            committed = commits.replace_once(written, target_path,
+                                             keys_predicate(fresh, spec, fresh_keys), spec,
+                                             "target", write)
     with write.step("journal append"):
         commits.append_once(fresh.drop(TIE), state_path, spec, "state", write)
     return committed
