@@ -24,13 +24,13 @@ from typing import Any
 from _common import ab_pairs, commit, history_warehouse, jvm_cpu
 
 
-def last_job_id(spark: Any) -> int:
-    """The newest job's id in Spark's status store (which keeps the newest 1,000), once its
-    listener bus has delivered every event so far."""
-    context = spark._jsparkSession.sparkContext()
-    context.listenerBus().waitUntilEmpty()
-    listed = context.statusStore().jobsList(None)
-    return max((int(listed.apply(i).jobId()) for i in range(listed.size())), default=-1)
+def newest_job(spark: Any) -> int:
+    """The newest job's id in Spark's status store, once its listener bus has delivered every
+    event so far."""
+    from exactly_once.local.observe.timeline import last_job_id
+
+    spark._jsparkSession.sparkContext().listenerBus().waitUntilEmpty()
+    return last_job_id(spark)
 
 
 def main() -> None:
@@ -49,11 +49,11 @@ def main() -> None:
     def update(side: str) -> tuple[float, float]:
         one_task.ONE_TASK_MAX_BYTES = limit if side == "A" else -1
         feed.append(80, seed=next(seeds))
-        first = last_job_id(spark)
+        first = newest_job(spark)
         cpu, began = jvm_cpu(pid), time.monotonic()
         run_pipeline(spark, settings, work / "warehouse")
         wall, cpu = time.monotonic() - began, jvm_cpu(pid) - cpu
-        print(f"  {side}: {last_job_id(spark) - first} Spark jobs", flush=True)
+        print(f"  {side}: {newest_job(spark) - first} Spark jobs", flush=True)
         return wall, cpu
 
     print(f"commit {commit()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 
 from pyspark.sql import SparkSession
 
+from exactly_once.local.observe.timeline import last_job_id
 from exactly_once.local.storage import delta_log
 
 
@@ -163,9 +164,10 @@ def runs_python_worker(df) -> bool:
     return "PythonRDD" in df._jdf.queryExecution().toRdd().toDebugString()
 
 
-def last_job_id(spark: SparkSession) -> int:
-    jobs = _events_delivered(spark).statusStore().jobsList(None)
-    return max((int(jobs.apply(i).jobId()) for i in range(jobs.size())), default=-1)
+def last_job_id_delivered(spark: SparkSession) -> int:
+    """The newest job's id once the status store has every event so far."""
+    _events_delivered(spark)
+    return last_job_id(spark)
 
 
 class JobsByStep:
@@ -177,6 +179,6 @@ class JobsByStep:
 
     @contextmanager
     def step(self, name: str):
-        first = last_job_id(self.spark)
+        first = last_job_id_delivered(self.spark)
         yield
-        self.jobs[name] = self.jobs.get(name, 0) + last_job_id(self.spark) - first
+        self.jobs[name] = self.jobs.get(name, 0) + last_job_id_delivered(self.spark) - first

@@ -142,7 +142,7 @@ class Timeline:
     def mark_first_job(self, spark: Any) -> None:
         """Remember where this update's Spark jobs start (only when counting them)."""
         if self.spark_jobs:
-            self._first_job = _last_job_id(spark) + 1
+            self._first_job = last_job_id(spark) + 1
             self._threads = spark.sparkContext._jvm.java.lang.management.ManagementFactory \
                 .getThreadMXBean()
 
@@ -300,7 +300,9 @@ def _status_jobs(spark: Any) -> Iterator[Any]:
         yield jobs.next()
 
 
-def _last_job_id(spark: Any) -> int:
+def last_job_id(spark: Any) -> int:
+    """The newest job's id in the status store (-1 before any job): what it knows so far, as
+    its listener delivers Spark's events a moment after they happen."""
     return next((job.jobId() for job in _status_jobs(spark)), -1)
 
 
