@@ -285,7 +285,8 @@ def state_of_keys(spark: SparkSession, path: str, keys: DataFrame | None,
     (BENCHMARKS.md, "A batch's work follows its keys").
     """
     state = read_latest(spark, path)
-    if keys is None or reads_whole_state(path):
+    # A batch planned as one task reads its state whole (`batch_plan` asked the log already).
+    if keys is None or plan.one_task or reads_whole_state(path):
         return plan.read(state)
     return rows_of_keys(state, keys, spec)
 
