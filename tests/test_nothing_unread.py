@@ -1,7 +1,8 @@
 """A streaming flow whose sources hold nothing its checkpoint has not read starts no query
 (issue 58, execution/unread.py): its table keeps its version and the event log says SKIPPED.
-A flow with a source that is not a Delta table, with a micro-batch to run again, or that runs
-batches without data is started every update, as before; new rows are all read the next time."""
+A flow with a source that is not a Delta table, or with a micro-batch to run again, is started
+every update, as before; new rows are all read the next time. (A flow with a watermark:
+test_watermarks.py.)"""
 
 from __future__ import annotations
 
@@ -43,11 +44,6 @@ dp.create_auto_cdc_flow(target="latest", source="events", keys=["k"], sequence_b
 def from_files():
     return spark.readStream.format("json").schema("k STRING, v INT").load("{files}")
 
-
-@dp.table(name="with_empty_batches",
-          spark_conf={{"spark.sql.streaming.noDataMicroBatches.enabled": "true"}})
-def with_empty_batches():
-    return spark.readStream.table("events")
 '''
 READS_DELTA_ONLY = {"events", "doubled", "latest"}
 
@@ -80,9 +76,9 @@ def test_a_stream_with_nothing_new_to_read_is_skipped(spark, settings, tmp_path)
     assert set(update().values()) == {"COMPLETED"}
     before = versions()
     # Nothing new in `source`, so nothing new in `events`: the three flows that read only them
-    # start nothing; a file source is asked, and so is a flow that runs batches without data.
+    # start nothing; a file source is asked.
     assert update() == {"events": "SKIPPED", "doubled": "SKIPPED", "latest": "SKIPPED",
-                        "from_files": "COMPLETED", "with_empty_batches": "COMPLETED"}
+                        "from_files": "COMPLETED"}
     assert versions() == before
     log = event_log.read(spark, Warehouse(warehouse)).where(
         "event_type = 'flow_progress' AND origin.flow_name = 'doubled'")

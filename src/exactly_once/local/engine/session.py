@@ -119,6 +119,10 @@ def build_session(warehouse: Path | str, app_name: str = "exactly-once",
         .config("spark.sql.streaming.stateStore.providerClass",
                 "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
         .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
+        # Batches without data stay on, Spark's and Databricks' default: the update that moves
+        # a watermark emits what it closed (a window, an outer join's unmatched row) and
+        # expires the state it passed (tests/test_watermarks.py).
+        .config("spark.sql.streaming.noDataMicroBatches.enabled", "true")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.memory", "4g")
@@ -150,11 +154,6 @@ def build_session(warehouse: Path | str, app_name: str = "exactly-once",
         # most of an update's 21,000 py4j calls. It only adds the Python line to the query
         # context of a runtime error's message; the runtime's own errors do not use it.
         .config("spark.python.sql.dataFrameDebugging.enabled", "false")
-        # An availableNow update ends with its data: no extra batch only to move a watermark.
-        # Silver's dedup state then expires with the next batch that has data instead of
-        # right away, so a redelivery arriving in between is dropped by silver rather than by
-        # gold's guards: gold is the same either way (docs/guarantees.md).
-        .config("spark.sql.streaming.noDataMicroBatches.enabled", "false")
         .config("spark.databricks.delta.properties.defaults.checkpointInterval", "50")
     )
     # On the JVMs' launch class path: local files through Java NIO, not `chmod` and `readlink`

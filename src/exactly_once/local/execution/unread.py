@@ -3,20 +3,21 @@ new data since its last update starts nothing).
 
 An availableNow query whose sources are all Delta tables, each read to its latest version by the
 query's last committed micro-batch, would start, find no new offsets and stop without a batch:
-the runtime runs no batch without data (engine/session.py). So it is not started, and its flow
-says SKIPPED. The sources are the query plan's (a Delta table read by path: a
-`StreamingRelation` of Delta's data source); where each stopped is its offset in the
-checkpoint (`checkpoints.committed_offsets`), which names the table (`reservoirId`, the id in
-its metadata) and the version to read next (`reservoirVersion`, at `index` -1: before its first
-file). The query is started, as before, when anything else holds:
+Spark runs a batch without data only right after a batch of the same run whose watermark left
+state to expire, never at a start (`MicroBatchExecution.constructNextBatch` asks the previous
+batch of that run). So it is not started, and its flow says SKIPPED.
+
+The sources are the query plan's (a Delta table read by path: a `StreamingRelation` of Delta's
+data source); where each stopped is its offset in the checkpoint
+(`checkpoints.committed_offsets`), which names the table (`reservoirId`, the id in its metadata)
+and the version to read next (`reservoirVersion`, at `index` -1: before its first file). The
+query is started, as before, when anything else holds:
 - a source is not a Delta table by path (Kafka, files, Auto Loader, a catalog table);
 - a table's id is not the one the checkpoint read (recreated), or an offset stops inside a
   version, or the query has another number of sources than its checkpoint (Spark refuses
   that at start, as Databricks does);
 - a table has a commit at or after the version to read next, even one without data;
-- the last batch is logged but not committed (a restart runs it again);
-- the query's session runs batches without data (`spark.sql.streaming.noDataMicroBatches.
-  enabled`): a watermark may move with none.
+- the last batch is logged but not committed (a restart runs it again).
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ from exactly_once.local.execution import checkpoints
 from exactly_once.local.storage import delta_log
 from exactly_once.local.storage.files import StoragePath, location
 
-NO_DATA_BATCHES = "spark.sql.streaming.noDataMicroBatches.enabled"
 DELTA_SOURCES = ("delta", "org.apache.spark.sql.delta.sources.DeltaDataSource")
 BEFORE_FIRST_FILE = -1  # a Delta offset's index between versions (DeltaSourceOffset.BASE_INDEX)
 
@@ -45,8 +45,6 @@ def nothing_unread(query: DataFrame, checkpoint: StoragePath) -> bool:
     # source stops here.
     next_versions = [v for v in map(_next_version, offsets) if v is not None]
     if len(next_versions) < len(offsets):
-        return False
-    if query.sparkSession.conf.get(NO_DATA_BATCHES, None) != "false":
         return False
     tables = _delta_tables(query)
     if tables is None or len(tables) != len(offsets):
