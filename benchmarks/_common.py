@@ -1,5 +1,6 @@
 """Helpers of the benchmarks: sizes on disk, the commit, a session as the suite's, a JVM's CPU
-seconds, a timed update into a new warehouse, and kcat feeds that grow in parts."""
+seconds, a timed update into a new warehouse, kcat feeds that grow in parts, and a warehouse
+with a history whose warm updates count their Spark jobs."""
 
 from __future__ import annotations
 
@@ -208,6 +209,30 @@ def history_warehouse(work: Path) -> tuple[Any, int, Feed, Any]:
     run_pipeline(spark, settings, work / "warehouse")
     return spark, driver_pid(spark), feed, settings
 
+
+
+def newest_job(spark: Any) -> int:
+    """The newest job's id in Spark's status store, once its listener bus has delivered every
+    event so far."""
+    from exactly_once.local.observe.timeline import last_job_id
+
+    spark._jsparkSession.sparkContext().listenerBus().waitUntilEmpty()
+    return last_job_id(spark)
+
+
+def counted_update(spark: Any, pid: int, feed: Feed, settings: Any, warehouse: Path, seed: int,
+                   side: str) -> tuple[float, float]:
+    """One update of a `history_warehouse` after 80 more events: (wall s, driver JVM CPU s),
+    and a line with the Spark jobs it ran, under `side`."""
+    from exactly_once.local.execution.pipeline import run_pipeline
+
+    feed.append(80, seed=seed)
+    first = newest_job(spark)
+    cpu, began = jvm_cpu(pid), time.monotonic()
+    run_pipeline(spark, settings, warehouse)
+    wall, cpu = time.monotonic() - began, jvm_cpu(pid) - cpu
+    print(f"  {side}: {newest_job(spark) - first} Spark jobs", flush=True)
+    return wall, cpu
 
 def previous_version(path: str) -> str:
     """The commit that wrote `src/exactly_once/<path>` as it was before its last change: the

@@ -17,20 +17,9 @@ import argparse
 import itertools
 import os
 import tempfile
-import time
 from pathlib import Path
-from typing import Any
 
-from _common import ab_pairs, commit, history_warehouse, jvm_cpu
-
-
-def newest_job(spark: Any) -> int:
-    """The newest job's id in Spark's status store, once its listener bus has delivered every
-    event so far."""
-    from exactly_once.local.observe.timeline import last_job_id
-
-    spark._jsparkSession.sparkContext().listenerBus().waitUntilEmpty()
-    return last_job_id(spark)
+from _common import ab_pairs, commit, counted_update, history_warehouse
 
 
 def main() -> None:
@@ -39,8 +28,6 @@ def main() -> None:
     args = parser.parse_args()
 
     from exactly_once.local.auto_cdc import one_task
-    from exactly_once.local.execution.pipeline import run_pipeline
-
     limit = one_task.ONE_TASK_MAX_BYTES
     work = Path(tempfile.mkdtemp(prefix="one-task-bench-"))
     spark, pid, feed, settings = history_warehouse(work)
@@ -48,13 +35,7 @@ def main() -> None:
 
     def update(side: str) -> tuple[float, float]:
         one_task.ONE_TASK_MAX_BYTES = limit if side == "A" else -1
-        feed.append(80, seed=next(seeds))
-        first = newest_job(spark)
-        cpu, began = jvm_cpu(pid), time.monotonic()
-        run_pipeline(spark, settings, work / "warehouse")
-        wall, cpu = time.monotonic() - began, jvm_cpu(pid) - cpu
-        print(f"  {side}: {newest_job(spark) - first} Spark jobs", flush=True)
-        return wall, cpu
+        return counted_update(spark, pid, feed, settings, work / "warehouse", next(seeds), side)
 
     print(f"commit {commit()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")
     ab_pairs(update, args.pairs)

@@ -18,11 +18,9 @@ import argparse
 import itertools
 import os
 import tempfile
-import time
 from pathlib import Path
 
-from _common import ab_pairs, commit, history_warehouse, jvm_cpu
-from one_task_bench import newest_job
+from _common import ab_pairs, commit, counted_update, history_warehouse
 
 
 def main() -> None:
@@ -32,8 +30,6 @@ def main() -> None:
     args = parser.parse_args()
     side_b = dict(setting.split("=", 1) for setting in args.settings)
 
-    from exactly_once.local.execution.pipeline import run_pipeline
-
     work = Path(tempfile.mkdtemp(prefix="session-setting-bench-"))
     spark, pid, feed, settings = history_warehouse(work)
     side_a = {key: spark.conf.get(key, None) for key in side_b}
@@ -42,13 +38,7 @@ def main() -> None:
     def update(side: str) -> tuple[float, float]:
         for key, value in (side_a if side == "A" else side_b).items():
             spark.conf.unset(key) if value is None else spark.conf.set(key, value)
-        feed.append(80, seed=next(seeds))
-        first = newest_job(spark)
-        cpu, began = jvm_cpu(pid), time.monotonic()
-        run_pipeline(spark, settings, work / "warehouse")
-        wall, cpu = time.monotonic() - began, jvm_cpu(pid) - cpu
-        print(f"  {side}: {newest_job(spark) - first} Spark jobs", flush=True)
-        return wall, cpu
+        return counted_update(spark, pid, feed, settings, work / "warehouse", next(seeds), side)
 
     print(f"commit {commit()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; "
           f"A: {side_a}, B: {side_b}")
