@@ -12,14 +12,17 @@ Databricks runs Spark's defaults, so a triggered update whose data moves a water
 the micro-batch without data that applies it (`spark.sql.streaming.noDataMicroBatches.enabled`):
 a window is in the table after the update that closed it, and an impression no click can match
 any more is written with NULL clicks then. An update with nothing new writes nothing: Spark's
-query, started with nothing new, runs no batch (the flows are SKIPPED here).
+query, started with nothing new, runs no batch (the flows are SKIPPED here). An aggregation of a
+stream without a watermark ("you must use watermarks", the stateful processing page) cannot be
+written to a streaming table, which takes appends: Spark refuses it when the flow starts, and
+`dry-run` refuses it first, in the line `run` prints.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from docs_corpus import dp_file, json_files, pipeline, rows, run
+from docs_corpus import dp_file, json_files, pipeline, refusal, rows, run, run_refusal
 
 EVENTS = "id BIGINT, event_time TIMESTAMP"
 
@@ -97,3 +100,16 @@ def test_an_update_writes_what_its_watermark_closed(spark, settings, tmp_path):
     assert {f.flow: f.status for f in result.flows if f.flow in windowed} == {
         t: "SKIPPED" for t in windowed}
     assert {t: rows(spark, warehouse / t) for t in windowed} == before
+
+
+def test_an_aggregation_without_a_watermark_is_one_line(in_session, settings, tmp_path, capsys):
+    source = json_files(tmp_path / "events", a=[{"id": 1, "event_time": at(10, 0)}])
+    root = pipeline(tmp_path, totals=dp_file(f'''
+        @dp.table
+        def counts_per_id():
+          return (spark.readStream.format("json").schema("{EVENTS}").load("{source}")
+                  .groupBy("id").count())
+        '''))
+    line = refusal(root, capsys, "totals", "counts_per_id",
+                   ["append", "streaming aggregations without watermark"])
+    assert run_refusal(in_session, settings, root, tmp_path / "warehouse") == line

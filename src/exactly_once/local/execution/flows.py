@@ -44,6 +44,7 @@ from exactly_once.local.execution import unchanged
 from exactly_once.local.execution.streams import flow_error, run_available_now
 from exactly_once.local.graph.flow_declarations import (
     check_append_query,
+    check_appended_stream,
     check_flow_query,
     is_once,
 )
@@ -60,6 +61,7 @@ from exactly_once.local.storage.warehouse import AutoCdcTables, Warehouse, as_wr
 def run_append_flow(spark: SparkSession, flow_name: str, target: str, df: DataFrame,
                     warehouse: Warehouse, progress: Progress, timeline: Timeline) -> FlowResult:
     check_append_query(flow_name, target, df)
+    check_appended_stream(flow_name, target, df)
     result = FlowResult(flow=flow_name, target=target, kind="append")
     path = warehouse.table_path(target).resolve()
     result.schema_changes = _create_target(spark, flow_name, target, df, warehouse, progress,
@@ -203,6 +205,7 @@ def run_auto_cdc_flow(spark: SparkSession, spec: AutoCdcSpec, source: DataFrame,
     """Apply `source`'s changes to `spec.target` batch by batch (auto_cdc/); the target is
     created with the table properties the graph gave the spec."""
     check_source(spec, source)
+    check_appended_stream(spec.name, spec.target, source)
     spec = source_named(spec, source.columns)
     check_columns(spec, source.columns)  # before anything is written, as dry-run checks them
     result = FlowResult(flow=spec.name, target=spec.target,

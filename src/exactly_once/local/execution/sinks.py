@@ -39,6 +39,7 @@ from exactly_once.local.execution.streams import flow_error, run_available_now
 from exactly_once.local.graph.flow_declarations import (
     DELTA,
     ForEachBatchSink,
+    check_appended_stream,
     check_flow_query,
     delta_sink_path,
     delta_writer_options,
@@ -58,6 +59,7 @@ KAFKA_COLUMNS = ("value", "key", "headers", "partition")
 def run_sink_flow(spark: SparkSession, flow: Flow, sink: Sink, df: DataFrame,
                   warehouse: Warehouse, progress: Progress, timeline: Timeline) -> FlowResult:
     check_flow_query(flow, df, sink)
+    check_appended_stream(flow.name, sink.name, df)
     result = FlowResult(flow=flow.name, target=sink.name,
                         kind="append_once" if is_once(flow) else "sink")
     if sink.format == DELTA:

@@ -64,6 +64,7 @@ from exactly_once.local.graph.dataset_declarations import batch_table_with_flows
 from exactly_once.local.graph.expectations import Expectation, apply_expectations, declared
 from exactly_once.local.graph.flow_declarations import (
     check_append_query,
+    check_appended_stream,
     check_flow_query,
     is_once,
 )
@@ -213,6 +214,8 @@ class _Analyzer:
         check_flow_query(flow, df, self.graph.sink(flow.target))
         if self._appends(flow):
             check_append_query(flow.name, flow.target, df)
+        if not self.graph.is_view(flow.target):  # a view's query is checked in its readers'
+            check_appended_stream(flow.name, flow.target, df)
         for e in declared(flow.func):
             _check_expectation(df, e)
         df, _ = apply_expectations(df, declared(flow.func), flow.target)
@@ -262,6 +265,7 @@ class _Analyzer:
             raise GraphError(f"AUTO CDC flow `{spec.name}` reads `{spec.source}`, which the "
                              "pipeline does not define")
         check_source(spec, source)
+        check_appended_stream(spec.name, spec.target, source)
         named = source_named(spec, source.columns)
         check_columns(named, source.columns)
         for arg, column in [("sequence_by", spec.sequence_by),

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from py4j.protocol import Py4JJavaError
+from pyspark.errors import AnalysisException
 from pyspark.pipelines.flow import Flow, QueryFunction
 from pyspark.pipelines.output import Sink
 from pyspark.sql import DataFrame
@@ -39,7 +41,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from exactly_once.errors import DeclarationError, FlowError
+from exactly_once.errors import DeclarationError, FlowError, first_line
 from exactly_once.kafka.sink_transactions import RUNTIME_SETTINGS, refused_setting
 from exactly_once.local.graph import source_locations
 
@@ -50,6 +52,8 @@ FOREACH_BATCH = "foreachBatch"  # a `dp.foreach_batch_sink`'s format
 RUNTIME_DELTA_OPTIONS = ("userMetadata", "txnAppId", "txnVersion", "checkpointLocation")
 KAFKA_PREFIX = "kafka."
 HEADERS_TYPE = ArrayType(StructType().add("key", StringType()).add("value", BinaryType()))
+# Spark checks a stream against its sink's output mode when it starts, unless this is false.
+UNSUPPORTED_OPERATION_CHECK = "spark.sql.streaming.unsupportedOperationCheck"
 
 
 @dataclass(frozen=True)
@@ -237,6 +241,25 @@ def check_append_query(flow_name: str, target: str, df: DataFrame) -> None:
         raise DeclarationError(f"flow `{flow_name}` writes to streaming table `{target}` but its "
                                "query is not a stream; read with spark.readStream, declare it "
                                "once=True, or declare a materialized view", dataset=target)
+
+
+def check_appended_stream(flow_name: str, target: str, df: DataFrame) -> None:
+    """A stream the flow writes in append mode, the only mode of a streaming table, a sink and
+    an AUTO CDC flow's micro-batches: what Spark refuses for it when the query starts (an
+    aggregation without a watermark, ...; `UnsupportedOperationChecker`), `dry-run` and `run`
+    refuse first, in the same line."""
+    session = df.sparkSession
+    if not df.isStreaming or session.conf.get(UNSUPPORTED_OPERATION_CHECK, "true") == "false":
+        return
+    jvm: Any = session._jvm
+    try:
+        jvm.org.apache.spark.sql.catalyst.analysis.UnsupportedOperationChecker.checkForStreaming(
+            df._jdf.queryExecution().analyzed(),
+            jvm.org.apache.spark.sql.streaming.OutputMode.Append())
+    except (AnalysisException, Py4JJavaError) as err:
+        raise DeclarationError(f"flow `{flow_name}` writes to `{target}` in append mode, where "
+                               f"Spark refuses its stream: {first_line(err)}",
+                               dataset=target) from None
 
 
 def check_kafka_rows(sink: str, flow: str, schema: StructType) -> None:
