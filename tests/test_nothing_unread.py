@@ -2,7 +2,7 @@
 (issue 58, execution/unread.py): its table keeps its version and the event log says SKIPPED.
 A flow with a source that is not a Delta table, or with a micro-batch to run again, is started
 every update, as before; new rows are all read the next time. (A flow with a watermark:
-test_watermarks.py.)"""
+databricks_docs/test_docs_stateful_processing.py.)"""
 
 from __future__ import annotations
 

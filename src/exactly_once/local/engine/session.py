@@ -121,7 +121,7 @@ def build_session(warehouse: Path | str, app_name: str = "exactly-once",
         .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
         # Batches without data stay on, Spark's and Databricks' default: the update that moves
         # a watermark emits what it closed (a window, an outer join's unmatched row) and
-        # expires the state it passed (tests/test_watermarks.py).
+        # expires the state it passed (tests/databricks_docs/test_docs_stateful_processing.py).
         .config("spark.sql.streaming.noDataMicroBatches.enabled", "true")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
