@@ -1,5 +1,5 @@
 """`dp.append_flow`, `dp.create_sink` and `dp.foreach_batch_sink` with Databricks' signatures, for
-local runs, and what a flow into a sink must be.
+local runs, and what a flow's query must be (into a sink; a stream written in append mode).
 
 pyspark 4.2's `append_flow` lacks `once` and `comment`, and its `create_sink` checks nothing;
 pipeline files are written against Databricks, so locally these stand in for them
