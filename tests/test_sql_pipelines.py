@@ -107,6 +107,9 @@ CREATE OR REFRESH STREAMING TABLE all_ids;
 CREATE FLOW live_ids COMMENT 'the feed' AS INSERT INTO all_ids BY NAME
   SELECT id FROM STREAM(orders_clean);
 CREATE FLOW backfill_ids AS INSERT INTO ONCE all_ids BY NAME SELECT id FROM seed_ids;
+-- The page's newer spelling puts ONCE before INTO (INSERT [ONCE] INTO).
+CREATE FLOW backfill_more_ids AS INSERT ONCE INTO all_ids BY NAME
+  SELECT id + 100 AS id FROM seed_ids;
 
 -- https://docs.databricks.com/aws/en/ldp/developer/ldp-sql-ref-create-view: a view, published,
 -- which the pipeline reads too.
@@ -144,6 +147,18 @@ SEQUENCE BY seq
 COLUMNS * EXCEPT (op, seq)
 STORED AS SCD TYPE 2
 TRACK HISTORY ON * EXCEPT (city);
+
+-- https://docs.databricks.com/aws/en/ldp/developer/ldp-sql-ref-create-flow: AUTO CDC ONCE, a
+-- one-time flow whose source is read as a batch (a hydration).
+CREATE OR REFRESH STREAMING TABLE customers_hydrated;
+
+CREATE FLOW hydrate_customers AS AUTO CDC ONCE INTO customers_hydrated
+FROM customer_changes
+KEYS (id)
+APPLY AS DELETE WHEN op = 'DELETE'
+SEQUENCE BY seq
+COLUMNS * EXCEPT (op, seq)
+STORED AS SCD TYPE 1;
 '''
 
 # https://docs.databricks.com/aws/en/sql/language-manual/functions/read_files: a batch read of
@@ -215,7 +230,8 @@ def test_temporary_view_read_as_a_stream_with_the_live_prefix(spark, sql_run):
 
 def test_flows_insert_by_name_and_once(spark, sql_run):
     _, warehouse, _ = sql_run
-    assert rows(spark, warehouse / "all_ids") == [(1,), (2,), (3,), (100,), (101,)]
+    assert rows(spark, warehouse / "all_ids") == [(1,), (2,), (3,), (100,), (101,), (200,),
+                                                  (201,)]
 
 
 def test_set_gives_the_following_flows_their_spark_conf(spark, sql_run):
@@ -235,6 +251,33 @@ def test_auto_cdc_into_scd1_and_apply_changes_into_scd2(spark, sql_run):
     assert {f.name for f in history.schema.fields} == {"id", "city", "__START_AT", "__END_AT"}
     assert sorted((r["id"], r["city"], r["__START_AT"], r["__END_AT"])
                   for r in history.collect()) == [(1, "Bergen", 1, None), (2, "Rome", 1, 2)]
+
+
+def test_auto_cdc_once_into_applies_a_batch_read_of_its_source(spark, sql_run):
+    _, warehouse, _ = sql_run
+    # Every change of the source, read as a batch, applied as SCD1 (customers' rows).
+    assert rows(spark, warehouse / "customers_hydrated") == [(1, "Bergen")]
+
+
+def test_once_stands_before_or_after_into(spark, tmp_path):
+    """Loaded only: `INSERT INTO ONCE` (the page's older spelling), `INSERT ONCE INTO` and
+    `AUTO CDC ONCE INTO` declare once flows, as `once=True` does in Python."""
+    from exactly_once.local.graph.loader import load_graph
+
+    root = write_pipeline(tmp_path, p_sql="""
+        CREATE OR REFRESH MATERIALIZED VIEW seed AS SELECT 1 AS id, 1 AS seq;
+        CREATE OR REFRESH STREAMING TABLE ids;
+        CREATE FLOW older AS INSERT INTO ONCE ids BY NAME SELECT id FROM seed;
+        CREATE FLOW newer AS INSERT ONCE INTO ids BY NAME SELECT id FROM seed;
+        CREATE OR REFRESH STREAMING TABLE current;
+        CREATE FLOW hydrate AS AUTO CDC ONCE INTO current FROM LIVE.seed KEYS (id)
+          SEQUENCE BY seq;
+        """)
+    graph = load_graph(spark, [root / "p.sql"])
+    assert {(flow.name, flow.once) for flow in graph.flows_into("ids")} == {
+        ("older", True), ("newer", True)}
+    (hydrate,) = graph.auto_cdc_flows
+    assert (hydrate.name, hydrate.source, hydrate.once) == ("hydrate", "seed", True)
 
 
 def test_read_files_reads_the_files(spark, sql_run):
@@ -258,6 +301,8 @@ def test_graph_shows_sql_datasets_with_file_and_line(in_session, sql_run, capsys
     assert flows["backfill_ids"]["kind"] == "append once"
     assert flows["live_ids"]["comment"] == "the feed"
     assert flows["customers_cdc"]["kind"] == "AUTO CDC SCD1"
+    assert flows["hydrate_customers"]["kind"] == "AUTO CDC SCD1 once"
+    assert flows["backfill_more_ids"]["kind"] == "append once"
     assert [r["dataset"] for r in flows["doubled"]["reads"]] == ["order_totals"]
     assert {(r["dataset"], r["streaming"]) for r in flows["order_totals"]["reads"]} == {
         ("orders_clean", False)}
@@ -302,7 +347,12 @@ REFUSED = {
     "auto_cdc_from_a_batch": ("CREATE FLOW f AS AUTO CDC INTO t "
                               "FROM s KEYS (id) SEQUENCE BY seq;", 1,
                               "`CREATE FLOW f AS AUTO CDC ...`: AUTO CDC reads a "
-                              "stream: FROM STREAM(s)"),
+                              "stream: FROM STREAM(s) (a one-time flow that reads a batch is "
+                              "AUTO CDC ONCE INTO)"),
+    "auto_cdc_once_from_a_stream": ("CREATE FLOW f AS AUTO CDC ONCE INTO t FROM STREAM(s) "
+                                    "KEYS (id) SEQUENCE BY seq;", 1,
+                                    "`CREATE FLOW f AS AUTO CDC ...`: AUTO CDC ONCE reads its "
+                                    "source once, as a batch: FROM s, not STREAM"),
     "auto_cdc_unsupported_clause": ("CREATE FLOW f AS AUTO CDC INTO t FROM STREAM(s) "
                                     "KEYS (id) SEQUENCE BY seq SYSTEM SEQUENCE BY ts;", 1,
                                     "`CREATE FLOW f AS AUTO CDC ...`: SYSTEM SEQUENCE "

@@ -5,7 +5,7 @@ and registers them as it does a Python file's.
 Spark 4.2's parser has no AUTO CDC grammar, so its clauses are read here, in Databricks' words
 (https://docs.databricks.com/aws/en/ldp/developer/ldp-sql-ref-apply-changes-into):
 
-    AUTO CDC INTO target FROM STREAM(source) KEYS (keys)
+    AUTO CDC [ONCE] INTO target FROM STREAM(source) KEYS (keys)
       [IGNORE NULL UPDATES [ON {columns | * EXCEPT (columns)}]]
       [APPLY AS DELETE WHEN condition] [APPLY AS TRUNCATE WHEN condition]
       SEQUENCE BY expression
@@ -14,7 +14,10 @@ Spark 4.2's parser has no AUTO CDC grammar, so its clauses are read here, in Dat
       [TRACK HISTORY ON {columns | * EXCEPT (columns)}]
 
 A clause is found where its keywords stand outside parentheses, literals and comments; its text
-runs to the next clause. Conditions and the sequence are Spark SQL expressions, parsed by
+runs to the next clause. `AUTO CDC ONCE INTO target FROM source` is a one-time flow
+(https://docs.databricks.com/aws/en/ldp/developer/ldp-sql-ref-create-flow): its source is not
+read as a stream, so it is named without STREAM, and it is `once=True`. Conditions and the
+sequence are Spark SQL expressions, parsed by
 `create_auto_cdc_flow` as it parses a Python file's strings. `SYSTEM SEQUENCE BY`, `COLUMNS TO
 UPDATE` and `STORED AS BITEMPORAL` are refused, one line each.
 """
@@ -29,7 +32,8 @@ from exactly_once.local.graph.sql_files import Statement
 
 _IDENTIFIER = r"`(?:[^`]|``)*`|[A-Za-z_]\w*"  # a quoted one doubles its backticks
 _NAME = rf"(?:{_IDENTIFIER})(?:\s*\.\s*(?:{_IDENTIFIER}))*"
-_HEAD = re.compile(rf"(?:AUTO\s+CDC|APPLY\s+CHANGES)\s+INTO\s+(?P<target>{_NAME})\s+FROM\s+"
+_HEAD = re.compile(rf"(?:AUTO\s+CDC(?P<once>\s+ONCE)?|APPLY\s+CHANGES)\s+INTO\s+"
+                   rf"(?P<target>{_NAME})\s+FROM\s+"
                    rf"(?:STREAM\s*\(\s*(?P<paren>{_NAME})\s*\)|STREAM\s+(?P<bare>{_NAME})|"
                    rf"(?P<batch>{_NAME}))", re.I)
 _CLAUSES = {
@@ -67,13 +71,22 @@ def parse(statement: Statement, blanked: str, at: int, name: str | None) -> Auto
     if head is None:
         raise statement.error("AUTO CDC INTO needs a target and FROM STREAM(source)")
     target = _dataset(text[head.start("target"):head.end("target")])
-    if head.group("batch"):
+    once = bool(head.group("once"))
+    if head.group("batch") and not once:
         source = text[head.start("batch"):head.end("batch")].strip()
-        raise statement.error(f"AUTO CDC reads a stream: FROM STREAM({source})")
-    group = "paren" if head.group("paren") else "bare"
+        raise statement.error(f"AUTO CDC reads a stream: FROM STREAM({source}) (a one-time "
+                              "flow that reads a batch is AUTO CDC ONCE INTO)")
+    if once and not head.group("batch"):
+        group = "paren" if head.group("paren") else "bare"
+        source = text[head.start(group):head.end(group)].strip()
+        raise statement.error(f"AUTO CDC ONCE reads its source once, as a batch: FROM {source}, "
+                              "not STREAM")
+    group = "batch" if once else "paren" if head.group("paren") else "bare"
     arguments: dict[str, Any] = {
         "target": target, "source": _dataset(text[head.start(group):head.end(group)]),
         "name": name or target}
+    if once:
+        arguments["once"] = True
     clauses = _clauses(statement, blanked, head.end())
     for key, what in _REFUSED.items():
         if key in clauses:

@@ -7,8 +7,9 @@ PARTITIONED BY, CLUSTER BY, USING), `CREATE TEMPORARY VIEW`, `CREATE FLOW ... AS
 ... BY NAME`, `SET`, and every query. What Databricks adds on top is read here and blanked out
 of the text Spark is given (the same length, so Spark's positions stay the file's): `OR
 REFRESH` and `PRIVATE`, `LOCATION` (which Spark's pipeline grammar refuses), `CONSTRAINT name
-EXPECT (cond) [ON VIOLATION DROP ROW | FAIL UPDATE]` in the column list, `INSERT INTO ONCE`, a
-flow's `COMMENT`; AUTO CDC and APPLY CHANGES INTO are sql_auto_cdc.py's. The references:
+EXPECT (cond) [ON VIOLATION DROP ROW | FAIL UPDATE]` in the column list, `INSERT INTO ONCE`
+(the create-flow page now writes `INSERT ONCE INTO`: both are read), a flow's `COMMENT`; AUTO
+CDC and APPLY CHANGES INTO are sql_auto_cdc.py's. The references:
 
   https://docs.databricks.com/aws/en/ldp/developer/ldp-sql-ref-create-streaming-table
   https://docs.databricks.com/aws/en/ldp/developer/ldp-sql-ref-create-materialized-view
@@ -49,8 +50,10 @@ _LOCATION = re.compile(r"\bLOCATION\s+(?P<path>'(?:[^'\\]|\\.)*')", re.I)
 _VIOLATION = re.compile(r"\s*ON\s+VIOLATION\s+(?P<action>DROP\s+ROW|FAIL\s+UPDATE)", re.I)
 _FLOW = re.compile(rf"CREATE\s+FLOW\s+(?P<name>{_NAME})\s+"
                    r"(?P<comment>COMMENT\s+'(?:[^'\\]|\\.)*'\s+)?AS\s+"
-                   r"(?P<verb>INSERT\s+INTO\s+(?P<once>ONCE\s+)?|AUTO\s+CDC\s+INTO\b|"
-                   r"APPLY\s+CHANGES\s+INTO\b)?", re.I)
+                   # INSERT INTO ONCE, and the create-flow page's newer INSERT ONCE INTO
+                   r"(?P<verb>INSERT\s+(?:INTO\s+(?P<once>ONCE\s+)?|(?P<once_first>ONCE\s+)"
+                   r"INTO\s+)|AUTO\s+CDC\s+(?:ONCE\s+)?INTO\b|APPLY\s+CHANGES\s+INTO\b)?",
+                   re.I)
 _REFUSED = (
     (re.compile(r"CREATE\s+(?:OR\s+REPLACE\s+)?SINK\b", re.I),
      "CREATE SINK is not pipeline SQL Databricks documents; declare a sink with "
@@ -181,9 +184,10 @@ def _databricks_clauses(spark: SparkSession, statement: Statement, blanked: str,
                                                             location.end("path")])
             erase(location.start(), location.end())
     if flow:
-        if flow.group("once"):
-            erase(flow.start("once"), flow.end("once"))
-            extras.once = True
+        for once in ("once", "once_first"):
+            if flow.group(once):
+                erase(flow.start(once), flow.end(once))
+                extras.once = True
         if flow.group("comment"):
             literal = statement.text[flow.start("comment"):flow.end("comment")].strip()
             extras.comment = _string(spark, literal[len("COMMENT"):].strip())
