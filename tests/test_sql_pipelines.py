@@ -349,6 +349,25 @@ REFUSED = {
                               "`CREATE FLOW f AS AUTO CDC ...`: AUTO CDC reads a "
                               "stream: FROM STREAM(s) (a one-time flow that reads a batch is "
                               "AUTO CDC ONCE INTO)"),
+    # What needs Unity Catalog or predictive optimization, in the words the Python API's
+    # refusals use (dataset_declarations.py).
+    "cluster_by_auto": ("CREATE OR REFRESH MATERIALIZED VIEW m CLUSTER BY AUTO AS SELECT 1 AS x;",
+                        1, "`CREATE OR REFRESH MATERIALIZED VIEW m ...`: CLUSTER BY AUTO: "
+                        "automatic key selection is Databricks' predictive optimization, which "
+                        "the local runtime does not have; give the keys with CLUSTER BY "
+                        "(columns)"),
+    "column_mask": ("CREATE OR REFRESH MATERIALIZED VIEW m (x INT MASK hide_x) AS SELECT 1 AS x;",
+                    1, "`CREATE OR REFRESH MATERIALIZED VIEW m ...`: column masks (MASK) need "
+                    "Unity Catalog functions, which the local runtime does not have"),
+    # A query's own column named mask still reaches Spark's parser, and its own error.
+    "mask_in_the_query": ("CREATE OR REFRESH MATERIALIZED VIEW m (x INT) AS SELECT (mask FROM t;",
+                          1, "`CREATE OR REFRESH MATERIALIZED VIEW m ...`: does not parse: "
+                          "[PARSE_SYNTAX_ERROR] Syntax error at or near 'FROM'. SQLSTATE: 42601 "
+                          "(line 1, pos 62)"),
+    "primary_key": ("CREATE OR REFRESH MATERIALIZED VIEW m (x INT NOT NULL, CONSTRAINT m_pk "
+                    "PRIMARY KEY (x)) AS SELECT 1 AS x;", 1,
+                    "`CREATE OR REFRESH MATERIALIZED VIEW m ...`: PRIMARY KEY and FOREIGN KEY "
+                    "constraints are Unity Catalog's, which the local runtime does not have"),
     "auto_cdc_once_from_a_stream": ("CREATE FLOW f AS AUTO CDC ONCE INTO t FROM STREAM(s) "
                                     "KEYS (id) SEQUENCE BY seq;", 1,
                                     "`CREATE FLOW f AS AUTO CDC ...`: AUTO CDC ONCE reads its "

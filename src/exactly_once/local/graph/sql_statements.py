@@ -73,6 +73,20 @@ _REFUSED = (
      "WITH ROW FILTER needs a Unity Catalog function, which the local runtime does not have"),
 )
 
+# Clauses Databricks documents that Spark's parser refuses, named as the Python API refuses
+# them (dataset_declarations.py) when a dataset's statement does not parse: looked for before
+# its query, in its clauses and column list.
+_UNSUPPORTED = (
+    (re.compile(r"\bCLUSTER\s+BY\s+AUTO\b", re.I),
+     "CLUSTER BY AUTO: automatic key selection is Databricks' predictive optimization, which "
+     "the local runtime does not have; give the keys with CLUSTER BY (columns)"),
+    (re.compile(r"\bMASK\b", re.I),
+     "column masks (MASK) need Unity Catalog functions, which the local runtime does not have"),
+    (re.compile(r"\b(?:PRIMARY|FOREIGN)\s+KEY\b", re.I),
+     "PRIMARY KEY and FOREIGN KEY constraints are Unity Catalog's, which the local runtime does "
+     "not have"),
+)
+
 
 @dataclass(frozen=True)
 class Dataset:
@@ -133,6 +147,13 @@ def parse(spark: SparkSession, statement: Statement) -> Declared:
         with quiet_query_context():
             plan = _parser(spark).parsePlan(text)
     except ParseException as err:
+        dataset, clauses = _DATASET.match(blanked), ""
+        if dataset:
+            after_name = dataset.start("columns") if dataset.group("columns") else dataset.end()
+            clauses = blanked[:_query_as(blanked, after_name)]
+        for pattern, message in _UNSUPPORTED:
+            if pattern.search(clauses):
+                raise statement.error(message) from None
         raise statement.error(f"does not parse: {_located(first_line(err), statement)}") \
             from None
     return _declared(statement, text, plan, extras)
