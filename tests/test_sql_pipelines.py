@@ -129,7 +129,7 @@ CUSTOMERS_SQL = '''
 CREATE OR REFRESH STREAMING TABLE customers
 TBLPROPERTIES ('pipelines.cdc.tombstoneGCThresholdInSeconds' = '3153600000');
 
-CREATE FLOW customers_cdc AS AUTO CDC INTO customers
+CREATE FLOW customers_cdc COMMENT 'Each customer as they are now.' AS AUTO CDC INTO customers
 FROM STREAM(customer_changes)
 KEYS (id)
 APPLY AS DELETE WHEN op = 'DELETE'
@@ -301,6 +301,7 @@ def test_graph_shows_sql_datasets_with_file_and_line(in_session, sql_run, capsys
     assert flows["backfill_ids"]["kind"] == "append once"
     assert flows["live_ids"]["comment"] == "the feed"
     assert flows["customers_cdc"]["kind"] == "AUTO CDC SCD1"
+    assert flows["customers_cdc"]["comment"] == "Each customer as they are now."
     assert flows["hydrate_customers"]["kind"] == "AUTO CDC SCD1 once"
     assert flows["backfill_more_ids"]["kind"] == "append once"
     assert [r["dataset"] for r in flows["doubled"]["reads"]] == ["order_totals"]

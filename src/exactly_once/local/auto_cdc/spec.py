@@ -49,6 +49,7 @@ class AutoCdcSpec:
     apply_as_truncates: Column | None = None  # SCD1 only
     track_history_column_list: tuple[str, ...] | None = None  # SCD2 only
     track_history_except_column_list: tuple[str, ...] | None = None  # SCD2 only
+    comment: str | None = None  # SQL's CREATE FLOW ... COMMENT (the Python function has none)
     # The target's table_properties: set by the graph once every file has declared its
     # datasets (`PipelineGraph.complete`), wherever the target is declared.
     target_properties: Mapping[str, str] = field(default_factory=dict)

@@ -54,9 +54,11 @@ _EXCEPT = re.compile(r"\*\s*EXCEPT\s*\((?P<columns>.*)\)\s*$", re.I | re.S)
 
 @dataclass(frozen=True)
 class AutoCdc:
-    """An AUTO CDC flow: `create_auto_cdc_flow`'s keyword arguments."""
+    """An AUTO CDC flow: `create_auto_cdc_flow`'s keyword arguments, and CREATE FLOW's
+    COMMENT, which the Python function has no argument for."""
 
     arguments: dict[str, Any] = field(default_factory=dict)
+    comment: str | None = None
 
     @property
     def target(self) -> str:

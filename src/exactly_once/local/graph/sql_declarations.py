@@ -15,6 +15,7 @@ The statements a pipeline SQL file holds: https://docs.databricks.com/aws/en/ldp
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -68,8 +69,9 @@ def _declare(graph: PipelineGraph, statement: Statement, declared: Declared,
         if conf:
             raise statement.error(f"SET {', '.join(conf)}: an AUTO CDC flow has no Spark "
                                   "settings of its own locally", dataset=declared.target)
-        AutoCdcDeclarations(graph.register_auto_cdc_spec).create_auto_cdc_flow(
-            **declared.arguments)
+        comment = declared.comment
+        AutoCdcDeclarations(lambda spec: graph.register_auto_cdc_spec(
+            replace(spec, comment=comment))).create_auto_cdc_flow(**declared.arguments)
     elif isinstance(declared, InsertFlow):
         flows.append_flow(target=declared.target, name=declared.name, once=declared.once,
                           spark_conf=conf, comment=declared.comment,

@@ -24,7 +24,7 @@ What the runtime does not run is the statement's error, one line (sql_files.Stat
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pyspark.errors import ParseException
@@ -135,11 +135,13 @@ def parse(spark: SparkSession, statement: Statement) -> Declared:
             raise statement.error(message)
     flow = _FLOW.match(blanked)
     if flow and flow.group("verb") and not flow.group("verb").upper().startswith("INSERT"):
+        auto_cdc = sql_auto_cdc.parse(statement, blanked, flow.start("verb"),
+                                      statement.text[flow.start("name"):flow.end("name")]
+                                      .strip("`"))
         if flow.group("comment"):
-            raise statement.error("COMMENT on an AUTO CDC flow is not supported by the local "
-                                  "runtime")
-        return sql_auto_cdc.parse(statement, blanked, flow.start("verb"),
-                                  statement.text[flow.start("name"):flow.end("name")].strip("`"))
+            literal = statement.text[flow.start("comment"):flow.end("comment")].strip()
+            return replace(auto_cdc, comment=_string(spark, literal[len("COMMENT"):].strip()))
+        return auto_cdc
     if re.match(r"(?:AUTO\s+CDC|APPLY\s+CHANGES)\s+INTO\b", blanked, re.I):
         return sql_auto_cdc.parse(statement, blanked, 0, None)
     text, extras = _databricks_clauses(spark, statement, blanked, flow)
