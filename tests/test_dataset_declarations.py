@@ -94,7 +94,8 @@ def typed_orders():
     return spark.readStream.table("orders")
 
 @dp.materialized_view(
-    name="totals", comment="Amount per region.", table_properties={"quality": "gold"},
+    name="totals", comment="Amount per region.",
+    table_properties={"quality": "gold", "delta.checkpointInterval": "7"},
     partition_cols=TOTALS_PARTITIONS,
     schema=StructType([StructField("region", StringType(), metadata={"comment": "where"}),
                        StructField("amount", LongType())]))
@@ -147,7 +148,8 @@ def test_every_option_reaches_delta_and_a_recompute_keeps_it(spark, settings, tm
         assert detail(spark, warehouse / "totals") | {"location": None} == {
             "description": "Amount per region.", "partitionColumns": partitions,
             "clusteringColumns": [], "location": None,
-            "properties": {"quality": "gold", "delta.checkpointInterval": "50"}}
+            # the declaration's checkpoint interval, not the session's default
+            "properties": {"quality": "gold", "delta.checkpointInterval": "7"}}
         assert stored_columns(warehouse / "totals")["region"]["comment"] == "where"
         assert {r.region: r.amount for r in spark.table("totals").collect()} == totals
         assert detail(spark, warehouse / "days")["clusteringColumns"] == ["order_day_of_week"]
