@@ -176,6 +176,45 @@ def test_one_pipeline_reads_what_another_publishes(in_session, bundle, capsys):
     assert exactly_once(capsys, "--var", "report_settings={}", "run", "report")[0] == 1
 
 
+# -- the event log, published ----------------------------------------------------------------------
+def test_the_event_log_is_published_under_the_name_event_log_gives(in_session, bundle, capsys):
+    """A pipeline's `event_log` (https://docs.databricks.com/aws/en/ldp/monitor-event-logs:
+    "specify a name for the event log and optionally a catalog and schema") publishes the event
+    log as a table under that name; catalog and schema are the pipeline's unless given."""
+    root = bundle("python_template_like")
+    resource = root / "resources" / "taxi_etl.pipeline.yml"
+    text = resource.read_text()
+    resource.write_text(text.replace("      serverless: true\n",
+                                     "      serverless: true\n      event_log:\n"
+                                     "        name: taxi_events\n"))
+    code, out, err = exactly_once(capsys, "dry-run")
+    assert code == 0, err
+    assert "taxi_etl: event_log" not in out  # applied locally, so not among what is not
+    assert exactly_once(capsys, "run", "--quiet")[0] == 0
+    flows = {r.flow for r in in_session.sql(
+        "SELECT origin.flow_name AS flow FROM dev_catalog.tester.taxi_events "
+        "WHERE event_type = 'flow_progress'").collect()}
+    assert flows == {"taxi_trips", "fares_by_zip"}
+    assert "taxi_events" in {t.name for t in in_session.catalog.listTables("dev_catalog.tester")}
+
+    resource.write_text(text.replace("      serverless: true\n",
+                                     "      serverless: true\n      event_log:\n"
+                                     "        name: events\n        catalog: ops\n"
+                                     "        schema: logs\n"))
+    assert exactly_once(capsys, "run", "--quiet")[0] == 0
+    updates = in_session.sql("SELECT DISTINCT origin.update_id FROM ops.logs.events").count()
+    assert updates == 2  # the same event log, both updates'
+
+    resource.write_text(text.replace("      serverless: true\n",
+                                     "      serverless: true\n      event_log:\n"
+                                     "        table: events\n"))
+    code, _, err = exactly_once(capsys, "dry-run")
+    assert (code, one_error(err)) == (1, "resources/taxi_etl.pipeline.yml:10: "
+                                         "resources.pipelines.taxi_etl.event_log: no setting "
+                                         "`table` (an event log has `name`, `catalog` and "
+                                         "`schema`)")
+
+
 # -- root_path and configuration ------------------------------------------------------------------
 def test_root_path_imports_and_the_configuration(in_session, bundle, capsys):
     """fares.py imports fare_rules from the pipeline's root_path and reads fares.min_fare and

@@ -19,7 +19,10 @@ translate_paths.go, normalize_paths.go, resourcemutator/expand_pipeline_glob_pat
   an error (Databricks would find no code there); so is a workspace path (`/Workspace/...`),
   which has no local copy, and `glob.exclude`, which pipelines do not have;
 - `configuration`: the pipeline's Spark settings, values as strings (`true`, `20000`) as
-  Databricks passes them to `spark.conf`.
+  Databricks passes them to `spark.conf`;
+- `event_log`: `name`, and `catalog` and `schema` (the pipeline's by default), where the
+  pipeline publishes its event log as a table
+  (https://docs.databricks.com/aws/en/ldp/monitor-event-logs).
 
 Everything else (clusters, photon, serverless, channel, edition, continuous, development,
 notifications, permissions, environment, `jar` / `maven` / `whl` libraries, ...) is kept in
@@ -41,7 +44,8 @@ from exactly_once.bundle.yaml_files import LMap, located_file, location_of
 from exactly_once.errors import BundleError
 
 SOURCE_SUFFIXES = (".py", ".sql", ".ipynb")
-LOCAL_KEYS = ("name", "catalog", "schema", "target", "configuration", "libraries", "root_path")
+LOCAL_KEYS = ("name", "catalog", "schema", "target", "configuration", "libraries", "root_path",
+              "event_log")
 NOTEBOOK_HEADERS = {".py": "# Databricks notebook source", ".sql": "-- Databricks notebook source"}
 NO_LOCAL_LIBRARIES = ("jar", "maven", "whl")
 
@@ -59,6 +63,17 @@ class PipelineResource:
     configuration: Mapping[str, str]
     declared_in: Path
     no_local_meaning: Mapping[str, object] = field(default_factory=dict)
+    event_log: EventLogName | None = None
+
+
+@dataclass(frozen=True)
+class EventLogName:
+    """`event_log`: the name the pipeline publishes its event log under; a part not given is
+    the pipeline's own catalog or schema."""
+
+    name: str
+    catalog: str | None = None
+    schema: str | None = None
 
 
 @dataclass(frozen=True)
@@ -103,7 +118,8 @@ def build_pipeline(key: str, raw: LMap, resolver: Resolver, sync_root: Path,
         libraries=libraries,
         configuration=_configuration(local.get("configuration"), f"{at}.configuration"),
         declared_in=raw.file,
-        no_local_meaning=others)
+        no_local_meaning=others,
+        event_log=_event_log(local.get("event_log"), f"{at}.event_log"))
 
 
 def plain(value: Any) -> Any:
@@ -127,6 +143,24 @@ def _text(value: Any, key: str) -> str:
 
 def _optional_text(value: Any, key: str) -> str | None:
     return None if value is None or value == "" else _text(value, key)
+
+
+def _event_log(value: Any, key: str) -> EventLogName | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise BundleError(f"{location_of(value) or '?'}: {key}: a mapping of `name`, `catalog` "
+                          f"and `schema`")
+    unknown = sorted(str(k) for k in value if k not in ("name", "catalog", "schema"))
+    if unknown:
+        raise BundleError(f"{location_of(value) or '?'}: {key}: no setting `{unknown[0]}` (an "
+                          f"event log has `name`, `catalog` and `schema`)")
+    if value.get("name") in (None, ""):
+        raise BundleError(f"{location_of(value) or '?'}: {key}: the event log's `name` is "
+                          f"missing")
+    return EventLogName(_text(value["name"], f"{key}.name"),
+                        _optional_text(value.get("catalog"), f"{key}.catalog"),
+                        _optional_text(value.get("schema"), f"{key}.schema"))
 
 
 def _configuration(value: Any, key: str) -> dict[str, str]:

@@ -28,7 +28,7 @@ from typing import Any
 
 from exactly_once.bundle import Bundle, PipelineResource, load_bundle
 from exactly_once.local.catalog.catalog import LocalCatalog
-from exactly_once.local.catalog.names import DEFAULT_CATALOG, DEFAULT_SCHEMA, Namespace
+from exactly_once.local.catalog.names import DEFAULT_CATALOG, DEFAULT_SCHEMA, Namespace, TableName
 from exactly_once.local.catalog.scope import ReadScope
 from exactly_once.local.storage.files import StoragePath, location
 from exactly_once.local.storage.warehouse import Warehouse
@@ -65,7 +65,17 @@ class LocalPipeline:
 
     @property
     def scope(self) -> ReadScope:
-        return ReadScope(self.namespace, self.catalog)
+        return ReadScope(self.namespace, self.catalog, self.event_log)
+
+    @property
+    def event_log(self) -> TableName | None:
+        """Where the pipeline publishes its event log (its `event_log`; a part not given is
+        the pipeline's catalog or schema), or None."""
+        given = self.resource.event_log
+        if given is None:
+            return None
+        return TableName(given.catalog or self.namespace.catalog,
+                         given.schema or self.namespace.schema, given.name)
 
     def run_arguments(self) -> dict[str, Any]:
         """What run_pipeline takes besides the session, the settings and the warehouse."""

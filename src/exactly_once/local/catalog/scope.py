@@ -1,5 +1,6 @@
 """What a name read in pipeline code means: the pipeline's own dataset, a table of the local
-catalog, or one of Spark's own (a temporary view, a table of the session catalog).
+catalog, or one of Spark's own (a temporary view, a table of the session catalog); and where the
+pipeline publishes its event log, when its bundle names it (`event_log`).
 
 Databricks resolves a pipeline's reads against its default catalog and schema: `orders`,
 `sales.orders` and `main.sales.orders` are the pipeline's dataset `orders` when it publishes to
@@ -23,6 +24,9 @@ from exactly_once.local.engine import catalog_plugin
 class ReadScope:
     namespace: Namespace
     catalog: LocalCatalog
+    # The name the pipeline publishes its event log under (a bundle pipeline's `event_log`),
+    # or None: then it is the warehouse's alone, as Databricks keeps it hidden.
+    event_log: TableName | None = None
 
     def dataset(self, text: str, datasets: Container[str]) -> str | None:
         """The pipeline's dataset `text` names, or None when it names none."""

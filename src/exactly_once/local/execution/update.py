@@ -124,6 +124,9 @@ class PipelineUpdate:
                 for flow in self.graph.flows_into(sink):
                     self.warehouse.reset_checkpoint(flow.name)
         with timeline.span(UPDATE, "attach the catalog"):  # fixtures seeded, catalogs named
+            if self.scope.event_log is not None:  # the bundle's `event_log`, its catalog too
+                self.scope.catalog.publish(self.scope.event_log,
+                                           str(self.warehouse.event_log_path().resolve()))
             self.scope.catalog.attach(self.spark, self.scope.namespace, datasets=tables)
         with timeline.span(UPDATE, "register tables"):
             # A run killed while creating a table left it without a version: created anew.
