@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
 
+from exactly_once.errors import CatalogError
 from exactly_once.local.catalog.catalog import LocalCatalog
 from exactly_once.local.catalog.names import Namespace, NameSyntaxError, TableName, split
 from exactly_once.local.engine import catalog_plugin
@@ -27,6 +28,14 @@ class ReadScope:
     # The name the pipeline publishes its event log under (a bundle pipeline's `event_log`),
     # or None: then it is the warehouse's alone, as Databricks keeps it hidden.
     event_log: TableName | None = None
+
+    def published_event_log(self, datasets: Container[str]) -> TableName | None:
+        """The name the event log is published under, or None; a name of one of the
+        pipeline's `datasets` is a one-line CatalogError (one name, one table)."""
+        if self.event_log is not None and self.namespace.own(self.event_log) in datasets:
+            raise CatalogError(f"event_log: {self.event_log} is the pipeline's dataset "
+                               f"`{self.event_log.name}`; give the event log a name of its own")
+        return self.event_log
 
     def dataset(self, text: str, datasets: Container[str]) -> str | None:
         """The pipeline's dataset `text` names, or None when it names none."""

@@ -124,8 +124,9 @@ class PipelineUpdate:
                 for flow in self.graph.flows_into(sink):
                     self.warehouse.reset_checkpoint(flow.name)
         with timeline.span(UPDATE, "attach the catalog"):  # fixtures seeded, catalogs named
-            if self.scope.event_log is not None:  # the bundle's `event_log`, its catalog too
-                self.scope.catalog.publish(self.scope.event_log,
+            event_log_name = self.scope.published_event_log(tables)  # the bundle's event_log
+            if event_log_name is not None:  # named before the catalogs are: its own may be new
+                self.scope.catalog.publish(event_log_name,
                                            str(self.warehouse.event_log_path().resolve()))
             self.scope.catalog.attach(self.spark, self.scope.namespace, datasets=tables)
         with timeline.span(UPDATE, "register tables"):
