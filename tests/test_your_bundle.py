@@ -178,9 +178,9 @@ def test_one_pipeline_reads_what_another_publishes(in_session, bundle, capsys):
 
 # -- the event log, published ----------------------------------------------------------------------
 def test_the_event_log_is_published_under_the_name_event_log_gives(in_session, bundle, capsys):
-    """A pipeline's `event_log` (https://docs.databricks.com/aws/en/ldp/monitor-event-logs:
-    "specify a name for the event log and optionally a catalog and schema") publishes the event
-    log as a table under that name; catalog and schema are the pipeline's unless given."""
+    """A pipeline's `event_log` publishes the event log as a table under its `name`, in its
+    `catalog` and `schema` when given, else the pipeline's
+    (https://docs.databricks.com/aws/en/ldp/monitor-event-logs, publishing the event log)."""
     root = bundle("python_template_like")
     resource = root / "resources" / "taxi_etl.pipeline.yml"
     text = resource.read_text()
