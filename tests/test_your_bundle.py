@@ -208,10 +208,12 @@ def test_the_event_log_is_published_under_the_name_event_log_gives(in_session, b
     resource.write_text(text.replace("      serverless: true\n",
                                      "      serverless: true\n      event_log:\n"
                                      "        name: fares_by_zip\n"))
+    clash = ("event_log: dev_catalog.tester.fares_by_zip is the pipeline's dataset "
+             "`fares_by_zip`; give the event log a name of its own")
     code, _, err = exactly_once(capsys, "run", "--quiet")
-    assert (code, one_error(err)) == (1, "event_log: dev_catalog.tester.fares_by_zip is the "
-                                         "pipeline's dataset `fares_by_zip`; give the event log "
-                                         "a name of its own")
+    assert (code, one_error(err)) == (1, clash)
+    code, _, err = exactly_once(capsys, "dry-run")
+    assert code == 1 and f"{ERROR}{clash}" in err.splitlines(), err
 
     resource.write_text(text.replace("      serverless: true\n",
                                      "      serverless: true\n      event_log:\n"

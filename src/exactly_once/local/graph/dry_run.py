@@ -354,6 +354,10 @@ def analyze(spark: SparkSession, settings: Settings | None, files: Sequence[Path
                 scope.catalog.refuse_fixtures_over(scope.namespace, graph.outputs)
             except CatalogError as err:
                 problems.append(Problem(str(err)))
+            try:  # the name the bundle publishes the event log under, as an update checks it
+                scope.published_event_log([table.name for table in graph.tables()])
+            except CatalogError as err:
+                problems.append(Problem(str(err)))
         stored = None
         if warehouse is not None:
             try:  # where each table is stored (a declared `path`), as an update finds it
