@@ -74,18 +74,16 @@ def parse(statement: Statement, blanked: str, at: int, name: str | None) -> Auto
         raise statement.error("AUTO CDC INTO needs a target and FROM STREAM(source)")
     target = _dataset(text[head.start("target"):head.end("target")])
     once = bool(head.group("once"))
-    if head.group("batch") and not once:
-        source = text[head.start("batch"):head.end("batch")].strip()
+    group = "batch" if head.group("batch") else "paren" if head.group("paren") else "bare"
+    source = text[head.start(group):head.end(group)].strip()
+    if group == "batch" and not once:
         raise statement.error(f"AUTO CDC reads a stream: FROM STREAM({source}) (a one-time "
                               "flow that reads a batch is AUTO CDC ONCE INTO)")
-    if once and not head.group("batch"):
-        group = "paren" if head.group("paren") else "bare"
-        source = text[head.start(group):head.end(group)].strip()
+    if once and group != "batch":
         raise statement.error(f"AUTO CDC ONCE reads its source once, as a batch: FROM {source}, "
                               "not STREAM")
-    group = "batch" if once else "paren" if head.group("paren") else "bare"
     arguments: dict[str, Any] = {
-        "target": target, "source": _dataset(text[head.start(group):head.end(group)]),
+        "target": target, "source": _dataset(source),
         "name": name or target}
     if once:
         arguments["once"] = True

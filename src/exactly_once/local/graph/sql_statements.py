@@ -138,10 +138,7 @@ def parse(spark: SparkSession, statement: Statement) -> Declared:
         auto_cdc = sql_auto_cdc.parse(statement, blanked, flow.start("verb"),
                                       statement.text[flow.start("name"):flow.end("name")]
                                       .strip("`"))
-        if flow.group("comment"):
-            literal = statement.text[flow.start("comment"):flow.end("comment")].strip()
-            return replace(auto_cdc, comment=_string(spark, literal[len("COMMENT"):].strip()))
-        return auto_cdc
+        return replace(auto_cdc, comment=_flow_comment(spark, statement, flow))
     if re.match(r"(?:AUTO\s+CDC|APPLY\s+CHANGES)\s+INTO\b", blanked, re.I):
         return sql_auto_cdc.parse(statement, blanked, 0, None)
     text, extras = _databricks_clauses(spark, statement, blanked, flow)
@@ -212,8 +209,7 @@ def _databricks_clauses(spark: SparkSession, statement: Statement, blanked: str,
                 erase(flow.start(once), flow.end(once))
                 extras.once = True
         if flow.group("comment"):
-            literal = statement.text[flow.start("comment"):flow.end("comment")].strip()
-            extras.comment = _string(spark, literal[len("COMMENT"):].strip())
+            extras.comment = _flow_comment(spark, statement, flow)
             erase(flow.start("comment"), flow.end("comment"))
     return "".join(text), extras
 
@@ -227,6 +223,14 @@ def _query_as(blanked: str, start: int) -> int:
         if depth == 0 and token.upper() == "AS":
             return start + match.start()
     return len(blanked)
+
+
+def _flow_comment(spark: SparkSession, statement: Statement, flow: re.Match[str]) -> str | None:
+    """CREATE FLOW's `COMMENT '...'` (an append or an AUTO CDC flow's), as its string."""
+    if not flow.group("comment"):
+        return None
+    literal = statement.text[flow.start("comment"):flow.end("comment")].strip()
+    return _string(spark, literal[len("COMMENT"):].strip())
 
 
 def _string(spark: SparkSession, literal: str) -> str:
