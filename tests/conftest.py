@@ -17,7 +17,7 @@ collect_ignore_glob = ["bundles/*"]
 
 # Registered once for the whole run, so each session fixture in them is set up once: a test module
 # that imported a fixture by name would get a definition (and a setup) of its own.
-pytest_plugins = ["kafka_fixtures", "quality_fixtures", "cluster_fixtures"]
+pytest_plugins = ["kafka_fixtures", "quality_fixtures", "cluster_fixtures", "stub_workspace"]
 
 # Every command the suite runs, in-process or as an `exactly-once` process, runs where the test
 # says: a resident engine a developer left running must not take them (test_resident_engine

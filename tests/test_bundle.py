@@ -10,16 +10,14 @@ builds the CLI; `make test` does that first.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 import yaml
+from stub_workspace import CLI, USER, cli_environment
 
 from exactly_once.deploy import bundle_resource
 from exactly_once.deploy.dbx_deployment import DBX_DEPLOYMENT
@@ -27,52 +25,12 @@ from exactly_once.deploy.targets import DEPLOY_TARGETS, quality_parameters
 from exactly_once.paths import PIPELINES_DIR, PROJECT_ROOT, pipeline_files
 from exactly_once.settings.pipeline import load_settings
 
-CLI = PROJECT_ROOT / ".cache" / "go" / "bin" / "databricks"
 TARGETS = list(DEPLOY_TARGETS)
-USER = "ci@example.com"
-
-
-class _Workspace(BaseHTTPRequestHandler):
-    """Just enough of a workspace for `bundle validate`: who am I, and the deploy folder exists."""
-
-    def _reply(self):
-        if self.path.startswith("/api/2.0/preview/scim/v2/Me"):
-            code, body = 200, {"userName": USER, "id": "1", "active": True}
-        elif self.path.startswith("/api/2.0/workspace/get-status"):
-            code, body = 200, {"object_type": "DIRECTORY", "object_id": 1, "path": "/"}
-        elif self.path.startswith("/.well-known/"):
-            code, body = 404, {"error_code": "NOT_FOUND", "message": "stub workspace"}
-        else:
-            code, body = 200, {}
-        data = json.dumps(body).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    do_GET = do_POST = do_PUT = do_PATCH = _reply
-
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture(scope="module")
-def workspace():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Workspace)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
 
 
 @pytest.fixture(scope="module")
 def validate(workspace, tmp_path_factory):
-    if not CLI.exists():
-        pytest.fail(f"{CLI} is missing: run `make databricks-cli` (make test does)")
-    home = tmp_path_factory.mktemp("home")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABRICKS_", "BUNDLE_VAR_"))}
-    env |= {"DATABRICKS_HOST": workspace, "DATABRICKS_TOKEN": "not-a-secret", "HOME": str(home),
-            "DATABRICKS_CONFIG_FILE": str(home / "none.cfg")}
+    env = cli_environment(workspace, tmp_path_factory.mktemp("home"))
 
     def run(root: Path, target: str) -> subprocess.CompletedProcess:
         return subprocess.run([str(CLI), "bundle", "validate", "--strict", "-t", target,

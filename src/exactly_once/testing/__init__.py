@@ -3,6 +3,10 @@ so any repository that installs the project has it) and what its tests call.
 
     plugin.py      the fixtures (`spark`, `load_fixture`, `pipeline`, `pipeline_for`) and the
                    collection of YAML tests; nothing runs until a test asks for a fixture
+    local_session.py   the session's one Spark session, with a catalog of the bundle's
+                   fixture tables: what `spark` and Databricks Connect give
+    databricks_connect.py  `databricks.connect.DatabricksSession`, locally, where
+                   databricks-connect is not installed: the templates' conftest runs as it is
     harness.py     a pipeline on a throwaway warehouse and catalog: given rows, updates, tables,
                    expectations' counts, the event log
     units.py       one dataset's query on given rows, the rest of the pipeline not run

@@ -2,9 +2,13 @@
 
 Fixtures a Databricks template user recognises, with no workspace:
 
-    spark            one warm local session per test session (Delta, the local catalog): the
-                     templates' fixture of the same name, which tests written for Databricks
-                     Connect that take only `spark` use unchanged
+    spark            one warm local session per test session (Delta, and a catalog of its own
+                     with the bundle's fixture tables: local_session.py): the templates'
+                     fixture of the same name, which tests written for Databricks Connect that
+                     take only `spark` use unchanged; Databricks Connect's
+                     `DatabricksSession.builder.getOrCreate()` gives the same session where
+                     databricks-connect is not installed (databricks_connect.py), so the
+                     templates' own conftest and tests run as they are
     load_fixture     the templates' helper: `load_fixture("samples.nyctaxi.trips.json")` is
                      `fixtures/<filename>` of the bundle (`.json` rows, `.csv`, `.parquet`) as
                      a DataFrame
@@ -16,7 +20,7 @@ The bundle is the one the test file is in: its folder, or the nearest one above 
 files are collected as tests (yaml_tests.py).
 
 Importing this module imports only pytest: a session that asks for none of the fixtures and
-has no YAML tests starts no JVM and reads no bundle.
+has no YAML tests starts no JVM and reads no bundle files.
 """
 
 from __future__ import annotations
@@ -47,6 +51,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 @pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    """Before the first conftest is imported (the templates' imports Databricks Connect):
+    `databricks.connect` resolvable, and the session's bundle known."""
+    from exactly_once.testing import databricks_connect, local_session
+
+    databricks_connect.install()
+    local_session.configure(lambda: session_bundle(early_config))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    from exactly_once.testing import local_session
+
+    local_session.stop()
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> int | None:
     """The whole session in the resident engine, when one runs and the session may go there:
     a second `pytest` pays no JVM start. Not a session of several workers (pytest-xdist), nor
@@ -74,14 +94,12 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
 
 
 @pytest.fixture(scope="session")
-def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
-    """One local session for the test session: the resident engine's when one runs in this
-    process, else a new one."""
-    from exactly_once.local.engine.session import build_session
+def spark() -> SparkSession:
+    """One local session for the test session (the resident engine's when one runs in this
+    process, else a new one), with the bundle's fixture tables by their names."""
+    from exactly_once.testing import local_session
 
-    session = build_session(tmp_path_factory.mktemp("spark-warehouse"), app_name="pytest")
-    yield session
-    session.stop()
+    return local_session.get_or_create()
 
 
 @pytest.fixture
@@ -98,18 +116,15 @@ def load_fixture(spark: SparkSession, request: pytest.FixtureRequest
     return load
 
 
-@pytest.fixture(scope="session")
-def _exactly_once_fixture_tables(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Where the bundles' fixture tables are seeded once for the session's tests."""
-    return tmp_path_factory.mktemp("fixture-tables")
-
-
 @pytest.fixture
-def pipeline_for(spark: SparkSession, request: pytest.FixtureRequest, tmp_path: Path,
-                 _exactly_once_fixture_tables: Path) -> Callable[..., PipelineHarness]:
+def pipeline_for(spark: SparkSession, request: pytest.FixtureRequest, tmp_path: Path
+                 ) -> Iterator[Callable[..., PipelineHarness]]:
     """`pipeline_for("KEY", target=None, variables=None)`: the bundle's pipeline KEY on a
     warehouse and catalog of this test's own (the bundle's fixture tables are seeded once per
-    session, and read by each test as they are)."""
+    session, and read by each test as they are). After the test, `spark`'s names are the
+    session's catalog's again."""
+    from exactly_once.testing import local_session
+
     made: list[int] = []
 
     def open_pipeline(key: str | None = None, target: str | None = None,
@@ -121,14 +136,32 @@ def pipeline_for(spark: SparkSession, request: pytest.FixtureRequest, tmp_path: 
         made.append(len(made))
         folder = tmp_path / f"pipeline-{len(made)}"
         return PipelineHarness(spark, local_pipeline(bundle, key), folder,
-                               fixtures_seeded_in=_exactly_once_fixture_tables)
-    return open_pipeline
+                               fixtures_seeded_in=local_session.fixture_tables())
+    yield open_pipeline
+    if made:
+        local_session.restore_catalog()
 
 
 @pytest.fixture
 def pipeline(pipeline_for: Callable[..., PipelineHarness]) -> PipelineHarness:
     """The bundle's pipeline (its only one) on a warehouse and catalog of this test's own."""
     return pipeline_for()
+
+
+def session_bundle(config: pytest.Config) -> Path | None:
+    """The session's bundle: the ini option's, else the nearest folder with a bundle
+    configuration file at or above where pytest runs, else its root directory's; None when
+    there is none."""
+    from exactly_once.bundle.config import bundle_root, find_root_file
+
+    named = config.getini(BUNDLE_INI)
+    if named:
+        return bundle_root(Path(config.rootpath) / named)
+    for start in (Path(config.invocation_params.dir), Path(config.rootpath)):
+        for folder in (start, *start.parents):
+            if find_root_file(folder) is not None:
+                return folder
+    return None
 
 
 def bundle_folder(request: Any) -> Path:

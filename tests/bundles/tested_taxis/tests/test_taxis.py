@@ -33,3 +33,35 @@ def test_rides_arrive_in_two_updates(pipeline):
     pipeline.update()
     assert_table(pipeline.table("rides_per_zip"),
                  [{"zip": 1, "rides": 2}, {"zip": 2, "rides": 1}])
+
+
+def test_a_test_gives_the_trips_table_rows_of_its_own(pipeline):
+    pipeline.given("samples.nyctaxi.trips",
+                   [{"pickup_zip": 1, "trip_distance": 1.0, "fare_amount": 3.0}])
+    pipeline.update()
+    assert_table(pipeline.table("fares_by_zip"),
+                 [{"pickup_zip": 1, "trips": 1, "total_fare": 3.0}])
+
+
+def test_the_trips_table_by_its_name(spark):
+    """As a test through Databricks Connect reads a workspace's table: the fixture's six trips,
+    whatever the test before gave its pipeline."""
+    trips = spark.read.table("samples.nyctaxi.trips")
+    assert trips.count() == 6
+    assert spark.table("samples.nyctaxi.trips").where("trip_distance = 0").count() == 1
+
+
+def test_a_fixture_file_by_its_name(load_fixture):
+    assert load_fixture("samples.nyctaxi.trips.json").count() == 6
+
+
+def test_databricks_connect_gives_the_same_session(spark):
+    """Where databricks-connect is not installed, its DatabricksSession is the local session;
+    `create` is a new session of it, with temporary views of its own."""
+    from databricks.connect import DatabricksSession
+
+    assert DatabricksSession.builder.serverless().validateSession().getOrCreate() is spark
+    spark.range(3).createOrReplaceTempView("three")
+    other = DatabricksSession.builder.create()
+    assert other is not spark and not other.catalog.tableExists("three")
+    assert other.read.table("samples.nyctaxi.trips").count() == 6
