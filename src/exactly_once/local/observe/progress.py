@@ -74,12 +74,12 @@ class UpdateResult:
 class Progress:
     """Prints one line per micro-batch while a flow runs and a summary at the end."""
 
-    def __init__(self, out: TextIO = sys.stderr, quiet: bool = False):
-        self.out, self.quiet = out, quiet
+    def __init__(self, out: TextIO | None = None, quiet: bool = False):
+        self.out, self.quiet = out, quiet  # None: sys.stderr when a line is printed
 
     def _print(self, text: str) -> None:
         if not self.quiet:
-            print(text, file=self.out, flush=True)
+            print(text, file=self.out or sys.stderr, flush=True)
 
     def flow_started(self, flow: str, kind: str) -> None:
         self._print(f"▶ {flow} ({kind.replace('_', ' ')})")
@@ -105,8 +105,10 @@ class Progress:
             extra += f", {result.duplicates_dropped:,} duplicates dropped"
         if result.cdc_stale:
             extra += f", {result.cdc_stale:,} stale changes ignored"
-        self._print(f"✓ {result.flow}: {result.input_rows:,} rows in, "
-                    f"{result.output_rows:,} rows written{extra} ({result.seconds:.1f}s)")
+        # A materialized view's refresh is a batch query, whose reads nothing counts.
+        read = "" if result.kind == "materialized_view" else f"{result.input_rows:,} rows in, "
+        self._print(f"✓ {result.flow}: {read}{result.output_rows:,} rows written{extra} "
+                    f"({result.seconds:.1f}s)")
 
     def summary(self, result: UpdateResult, bronze: str, quarantine: str, late: str) -> str:
         """The update's time, the delivery counts when the pipeline has a `bronze` table (this
