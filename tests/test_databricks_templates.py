@@ -1,9 +1,10 @@
 """Databricks' own templates, as `databricks bundle init` writes them today (the pinned CLI's
-`default-python` and `lakeflow-pipelines`, rendered here against the stub workspace the CLI asks
-for the user), run and tested locally as they are: their pipelines through `exactly-once run`,
-their own pytest suite (a conftest of Databricks Connect, a test reading `samples.nyctaxi.trips`
-through `databricks.sdk.runtime.spark`) through the plugin. The only files added are what a team
-adds: the `samples.nyctaxi.trips` fixture the templates' `fixtures/` folder is for.
+`default-python`, `lakeflow-pipelines` and `pydabs`, rendered here against the stub workspace
+the CLI asks for the user), run and tested locally as they are: their pipelines through
+`exactly-once run`, and `default-python`'s own pytest suite (a conftest of Databricks Connect,
+a test reading `samples.nyctaxi.trips` through `databricks.sdk.runtime.spark`) through the
+plugin. The only files added are what a team adds: the `samples.nyctaxi.trips` fixture the
+templates' `fixtures/` folder is for (and pydabs' `.venv`, the project's own environment).
 """
 
 from __future__ import annotations
@@ -59,10 +60,13 @@ def fares_by_zip() -> dict[int, float]:
 
 
 @pytest.mark.parametrize(("template", "language"), [("default-python", "python"),
-                                                    ("lakeflow-pipelines", "sql")])
+                                                    ("lakeflow-pipelines", "sql"),
+                                                    ("pydabs", "python")])
 def test_the_template_s_pipeline_runs_as_it_is(in_session, render, template, language,
                                                monkeypatch, capsys):
     root = render(template, language)
+    if template == "pydabs":  # its resources are Python, run in the project's venv_path, .venv
+        (root / ".venv").symlink_to(sys.prefix)
     monkeypatch.chdir(root)
     monkeypatch.setenv("EXACTLY_ONCE_USER_NAME", "ana.lee@example.com")
     suffix = ".py" if language == "python" else ".sql"
