@@ -333,8 +333,9 @@ REFUSED = {
                     "not supported by the local runtime; write CREATE OR REFRESH STREAMING "
                     "TABLE, MATERIALIZED VIEW or CREATE TEMPORARY VIEW"),
     "use_schema": ("-- a comment\n/* another */\nUSE SCHEMA other;", 3,
-                   "`USE SCHEMA other`: USE is not supported by the local runtime, which has "
-                   "one schema"),
+                   "`USE SCHEMA other`: USE (a file's current catalog or schema for the "
+                   "statements after it) is not supported by the local runtime; name another "
+                   "catalog's or schema's tables in full (catalog.schema.table)"),
     "missing_parameter": ("CREATE MATERIALIZED VIEW m AS\nSELECT ${nowhere.key} AS x;", 1,
                           "`CREATE MATERIALIZED VIEW m AS SELECT ...`: ${nowhere.key} is not "
                           "set in the pipeline configuration"),

@@ -360,3 +360,76 @@ def test_a_volume_path_is_a_directory_of_the_local_catalog(in_session, tmp_path,
     (volume / "b.json").write_text('{"id": 3}\n')
     assert exactly_once(capsys, "run", "--quiet")[0] == 0, capsys.readouterr()
     assert sorted(r["id"] for r in shown_json(capsys, "main.raw.events")) == [1, 2, 3]
+
+
+# -- dataset names of two or three parts ----------------------------------------------------------
+QUALIFIED = """
+from pyspark import pipelines as dp
+
+
+@dp.materialized_view(name="main.analytics.trips")
+def trips():
+    return spark.read.table("samples.nyctaxi.trips")
+
+
+dp.create_streaming_table("analytics.changes")
+
+
+@dp.append_flow(target="main.analytics.changes")
+def feed():
+    return spark.readStream.table("samples.nyctaxi.trips").select(
+        "pickup_zip", "fare_amount", "tpep_pickup_datetime")
+
+
+dp.create_streaming_table("main.analytics.latest_fare")
+dp.create_auto_cdc_flow(target="main.analytics.latest_fare", source="analytics.changes",
+                        keys=["pickup_zip"], sequence_by="tpep_pickup_datetime")
+"""
+QUALIFIED_SQL = """
+CREATE OR REFRESH MATERIALIZED VIEW main.analytics.fares AS
+SELECT pickup_zip, sum(fare_amount) AS total_fare FROM main.analytics.trips GROUP BY pickup_zip;
+"""
+
+
+def test_a_dataset_named_in_the_pipeline_s_catalog_and_schema_is_its_own(in_session, tmp_path,
+                                                                         monkeypatch, capsys):
+    """Databricks reads a dataset's name of two or three parts against the pipeline's catalog
+    and schema (https://docs.databricks.com/aws/en/ldp/target-schema), in Python and SQL, for
+    a dataset, a flow's target and an AUTO CDC flow's source: the pipeline's own names are its
+    datasets. Another catalog's or schema's is one line from dry-run and run."""
+    root = tmp_path / "qualified"
+    (root / "src").mkdir(parents=True)
+    (root / "databricks.yml").write_text(
+        "bundle: {name: qualified}\n"
+        "resources:\n  pipelines:\n    p:\n      name: p\n      catalog: main\n"
+        "      schema: analytics\n      libraries:\n        - glob: {include: src/*}\n")
+    (root / "src" / "trips.py").write_text(QUALIFIED)
+    (root / "src" / "fares.sql").write_text(QUALIFIED_SQL)
+    shutil.copytree(BUNDLES / "python_template_like" / "fixtures", root / "fixtures")
+    monkeypatch.chdir(root)
+    code, out, err = exactly_once(capsys, "dry-run")
+    assert code == 0, err
+    assert "4 datasets, 4 flows; no problems" in out
+    assert exactly_once(capsys, "run", "--quiet")[0] == 0, capsys.readouterr()
+    fares: dict[int, float] = defaultdict(float)
+    latest: dict[int, tuple[str, float]] = {}
+    for trip in trips(root):
+        fares[trip["pickup_zip"]] += trip["fare_amount"]
+        seen = latest.get(trip["pickup_zip"])
+        if seen is None or trip["tpep_pickup_datetime"] > seen[0]:
+            latest[trip["pickup_zip"]] = (trip["tpep_pickup_datetime"], trip["fare_amount"])
+    assert {r["pickup_zip"]: r["total_fare"] for r in shown_json(capsys, "fares")} == \
+        pytest.approx(dict(fares))
+    assert {r["pickup_zip"]: r["fare_amount"]
+            for r in shown_json(capsys, "main.analytics.latest_fare")} == \
+        {zip_code: fare for zip_code, (_, fare) in latest.items()}
+
+    (root / "src" / "trips.py").write_text(
+        QUALIFIED.replace('name="main.analytics.trips"', 'name="main.stores.trips"'))
+    expected = ("src/trips.py: dataset `main.stores.trips`: named in another catalog or schema "
+                "than the pipeline's (main.analytics): the local runtime publishes a pipeline's "
+                "datasets to its own catalog and schema; name it in main.analytics, or give the "
+                "pipeline that catalog and schema")
+    for command in ("dry-run", "run"):
+        code, out, err = exactly_once(capsys, command)
+        assert code == 1 and expected in err.splitlines()[-1], err

@@ -158,7 +158,8 @@ class PipelineHarness:
             from exactly_once.local.graph.loader import load_graph
 
             with self._as_in_an_update():
-                self._loaded = load_graph(self.spark, self.pipeline.files)
+                self._loaded = load_graph(self.spark, self.pipeline.files,
+                                          self.pipeline.scope.namespace)
         return self._loaded
 
     @contextmanager

@@ -85,7 +85,7 @@ def run_update(spark: SparkSession, settings: Settings | None, warehouse: Storag
             (importable(root_path) if root_path else nullcontext()):
         with timeline.span(UPDATE, "load pipeline files"):
             sources = list(files) if files is not None else pipeline_files(pipelines_dir)
-            graph = load_graph(spark, sources)
+            graph = load_graph(spark, sources, scope.namespace)
             if root_path:
                 by_value_under(root_path)
             # Pipeline parameters decide queries as settings do.

@@ -45,6 +45,7 @@ from exactly_once.local.auto_cdc.spec import AutoCdcSpec
 from exactly_once.local.auto_cdc.writer import scd_type_of
 from exactly_once.local.auto_loader import hook as auto_loader
 from exactly_once.local.auto_loader.place import Placement
+from exactly_once.local.catalog.names import Namespace
 from exactly_once.local.catalog.scope import ReadScope
 from exactly_once.local.engine import pipeline_session, update_settings
 from exactly_once.local.engine.sql_parser import quiet_query_context
@@ -348,7 +349,7 @@ def analyze(spark: SparkSession, settings: Settings | None, files: Sequence[Path
         scope.catalog.attach(spark, scope.namespace, seed=False)
     with update_settings.configured(spark, parameters), \
             (importable(root_path) if root_path else nullcontext()):
-        graph, problems = _load(spark, files)
+        graph, problems = _load(spark, files, scope.namespace if scope else Namespace())
         if scope is not None:
             try:
                 scope.catalog.refuse_fixtures_over(scope.namespace, graph.outputs)
@@ -396,10 +397,11 @@ def analyze_graph(spark: SparkSession, graph: PipelineGraph, problems: Sequence[
                               for table, message in graph.wall_clock_warnings()])
 
 
-def _load(spark: SparkSession, files: Sequence[Path]) -> tuple[PipelineGraph, list[Problem]]:
+def _load(spark: SparkSession, files: Sequence[Path], namespace: Namespace
+          ) -> tuple[PipelineGraph, list[Problem]]:
     """Every file run on its own (one that fails does not hide the others), then every problem
     of the graph's own checks, but one about a dataset whose declaration failed already."""
-    graph, problems = PipelineGraph(), []
+    graph, problems = PipelineGraph(namespace=namespace), []
     with graph_element_registration_context(graph), dp_extensions.installed(graph):
         for path in files:
             try:

@@ -29,6 +29,7 @@ from pyspark.sql import SparkSession
 
 from exactly_once.bundle import read_library
 from exactly_once.errors import BundleError, DeclarationError, PipelineFileError, first_line
+from exactly_once.local.catalog.names import Namespace
 from exactly_once.local.engine import pipeline_session
 from exactly_once.local.graph import dp_extensions, legacy_dlt, sql_declarations
 from exactly_once.local.graph.registry import PipelineGraph
@@ -37,10 +38,12 @@ MODULE = "__pipeline__"  # the name a pipeline file runs as
 SQL = "sql"  # a pipeline SQL file's language (sql_declarations.py); every other is Python
 
 
-def load_graph(spark: SparkSession, files: Iterable[Path]) -> PipelineGraph:
+def load_graph(spark: SparkSession, files: Iterable[Path],
+               namespace: Namespace | None = None) -> PipelineGraph:
     """Run each file as Databricks does, with `spark` as a global, and collect what it declares;
-    the first mistake found is raised."""
-    graph = PipelineGraph()
+    the first mistake found is raised. `namespace`: the pipeline's catalog and schema, which
+    its datasets' names of several parts are read against (None: main.default)."""
+    graph = PipelineGraph(namespace=namespace or Namespace())
     with graph_element_registration_context(graph), dp_extensions.installed(graph), \
             pipeline_session.running(spark):
         for path in files:

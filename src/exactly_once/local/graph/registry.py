@@ -29,6 +29,7 @@ from exactly_once import table_properties
 from exactly_once.errors import DeclarationError, GraphError
 from exactly_once.local.auto_cdc.from_snapshot.spec import SnapshotCdcSpec
 from exactly_once.local.auto_cdc.spec import AutoCdcSpec
+from exactly_once.local.catalog.names import Namespace, NameSyntaxError, split
 from exactly_once.local.graph import expectations
 from exactly_once.local.graph.dataset_declarations import DeclaredStreamingTable, PublishedView
 from exactly_once.local.graph.event_hooks import EventHook
@@ -54,8 +55,14 @@ class PipelineGraph(GraphElementRegistry):
     loading: str | None = None
     # `@dp.on_event_hook`s, in declaration order: not part of the dataflow (event_hooks.py).
     event_hooks: list[EventHook] = field(default_factory=list)
+    # The pipeline's catalog and schema: a dataset, a flow's target or an AUTO CDC source
+    # named in two or three parts that name them is the dataset of the last part, as on
+    # Databricks (https://docs.databricks.com/aws/en/ldp/target-schema).
+    namespace: Namespace = field(default_factory=Namespace)
 
     def register_output(self, output: Output) -> None:
+        if not isinstance(output, Sink):
+            output = replace(output, name=self._dataset_name(output.name))
         if output.name in self.outputs:
             raise GraphError(f"dataset `{output.name}` is defined twice", dataset=output.name,
                              file=self.loading)
@@ -69,6 +76,7 @@ class PipelineGraph(GraphElementRegistry):
         self.event_hooks.append(hook)
 
     def register_flow(self, flow: Flow) -> None:
+        flow = self._in_namespace(flow)
         if any(f.name == flow.name for f in self.flows):
             raise GraphError(f"flow `{flow.name}` is defined twice", dataset=flow.target,
                              file=self.loading)
@@ -83,18 +91,52 @@ class PipelineGraph(GraphElementRegistry):
                          dataset=flow.target, file=self.loading)
 
     def register_auto_cdc_spec(self, spec: AutoCdcSpec) -> None:
+        spec = replace(self._in_namespace(spec), source=self._own_name(spec.source) or spec.source)
         self.auto_cdc_flows.append(spec)
         self._declared(spec.name)
 
     def register_snapshot_spec(self, spec: SnapshotCdcSpec) -> None:
         """`create_auto_cdc_from_snapshot_flow`, through `dp_extensions` (pyspark has none);
         named after its target, so `problems` checks its name with its target."""
+        spec = self._in_namespace(spec)
         self.snapshot_flows.append(spec)
         self._declared(spec.name)
 
     def register_sql(self, sql_text: str, file_path: Path) -> None:
         raise GraphError("SQL pipeline files are not supported by the local runtime",
                          file=str(file_path))
+
+    def _own_name(self, name: str) -> str | None:
+        """`name` as a dataset of the pipeline: itself when it has one part, its last part when
+        the others name the pipeline's catalog and schema; None when they name another's."""
+        try:
+            parts = split(name)
+            if len(parts) == 1:
+                return name
+            return self.namespace.own(self.namespace.qualify(parts))
+        except NameSyntaxError:
+            return name  # not a name of parts: the checks downstream say what is wrong with it
+
+    def _dataset_name(self, name: str) -> str:
+        own = self._own_name(name)
+        if own is None:
+            ns = f"{self.namespace.catalog}.{self.namespace.schema}"
+            raise DeclarationError(
+                f"named in another catalog or schema than the pipeline's ({ns}): the local "
+                f"runtime publishes a pipeline's datasets to its own catalog and schema; name "
+                f"it in {ns}, or give the pipeline that catalog and schema",
+                dataset=name, file=self.loading)
+        return own
+
+    def _in_namespace(self, flow: AnyFlow) -> AnyFlow:
+        """`flow` with its target, and its name where it is its target's (a dataset's own
+        query), as the pipeline's dataset names; a target of another catalog or schema (a
+        sink's name, or what `register_output` refuses) as written."""
+        target = self._own_name(flow.target) or flow.target
+        if target == flow.target:
+            return flow
+        return replace(flow, target=target, name=target if flow.name == flow.target
+                       else flow.name)
 
     def _declared(self, name: str) -> None:
         if self.loading is not None:

@@ -31,6 +31,7 @@ from pyspark.errors import ParseException
 from pyspark.sql import SparkSession
 
 from exactly_once.errors import first_line
+from exactly_once.local.catalog.names import quoted
 from exactly_once.local.engine.sql_parser import quiet_query_context
 from exactly_once.local.graph import sql_auto_cdc
 from exactly_once.local.graph.expectations import DROP, FAIL, WARN, Expectation
@@ -67,7 +68,9 @@ _REFUSED = (
      "a CREATE VIEW has no CONSTRAINT ... EXPECT (Databricks: expectations are not supported "
      "on views)"),
     (re.compile(r"USE\b", re.I),
-     "USE is not supported by the local runtime, which has one schema"),
+     "USE (a file's current catalog or schema for the statements after it) is not supported "
+     "by the local runtime; name another catalog's or schema's tables in full "
+     "(catalog.schema.table)"),
     (re.compile(r"CREATE\s+(?:OR\s+REFRESH\s+)?(?:PRIVATE\s+)?(?:STREAMING\s+TABLE|"
                 r"MATERIALIZED\s+VIEW)\b[^;]*?\bWITH\s+ROW\s+FILTER\b", re.I | re.S),
      "WITH ROW FILTER needs a Unity Catalog function, which the local runtime does not have"),
@@ -284,7 +287,7 @@ def _declared(statement: Statement, text: str, plan: Any, extras: _Extras) -> De
 
 
 def _table(statement: Statement, text: str, plan: Any, kind: str, extras: _Extras) -> Dataset:
-    name = _single_name(statement, _strings(plan.name().nameParts()))
+    name = _dataset_name(_strings(plan.name().nameParts()))
     spec = plan.tableSpec()
     provider = _option(spec.provider())
     if provider is not None and provider.lower() != "delta":
@@ -320,7 +323,7 @@ def _table(statement: Statement, text: str, plan: Any, kind: str, extras: _Extra
 
 
 def _temporary_view(statement: Statement, text: str, plan: Any, extras: _Extras) -> Dataset:
-    name = _single_name(statement, [str(plan.name().table())])
+    name = _dataset_name([str(plan.name().table())])
     if str(plan.viewType().toString()) != "LocalTempView":
         raise statement.error("a pipeline's temporary views are CREATE TEMPORARY VIEW",
                               dataset=name)
@@ -339,7 +342,7 @@ def _published_view(statement: Statement, text: str, plan: Any, extras: _Extras)
     """CREATE VIEW: "a virtual table with no physical data", published in the pipeline's schema
     (https://docs.databricks.com/aws/en/ldp/developer/ldp-sql-ref-create-view): COMMENT and
     TBLPROPERTIES; no column list (and no expectations: `_REFUSED`)."""
-    name = _single_name(statement, _strings(plan.child().nameParts()))
+    name = _dataset_name(_strings(plan.child().nameParts()))
     if plan.userSpecifiedColumns().length() > 0:
         raise statement.error("a column list on a view is not supported by the local runtime",
                               dataset=name)
@@ -350,12 +353,12 @@ def _published_view(statement: Statement, text: str, plan: Any, extras: _Extras)
 
 
 def _insert_flow(statement: Statement, text: str, plan: Any, extras: _Extras) -> InsertFlow:
-    name = _single_name(statement, _strings(plan.name().nameParts()))
+    name = _flow_name(statement, _strings(plan.name().nameParts()))
     insert = plan.flowOperation()
     if str(insert.getClass().getSimpleName()) != "InsertIntoStatement":
         raise statement.error("a flow is INSERT INTO or AUTO CDC INTO")
     table = insert.table()
-    target = _single_name(statement, _strings(table.multipartIdentifier()))
+    target = _dataset_name(_strings(table.multipartIdentifier()))
     if not insert.byName():
         raise statement.error(f"a flow inserts BY NAME (INSERT INTO {target} BY NAME query)")
     if insert.overwrite() or insert.partitionSpec().size() > 0 \
@@ -368,12 +371,17 @@ def _insert_flow(statement: Statement, text: str, plan: Any, extras: _Extras) ->
                       once=extras.once, comment=extras.comment)
 
 
-def _single_name(statement: Statement, parts: list[str]) -> str:
+def _dataset_name(parts: list[str]) -> str:
+    """A dataset's name of one to three parts, as written (`LIVE.` dropped): the graph reads it
+    against the pipeline's catalog and schema (registry.py)."""
     if len(parts) == 2 and parts[0].lower() == "live":
         return parts[1]
+    return parts[0] if len(parts) == 1 else ".".join(quoted(p) for p in parts)
+
+
+def _flow_name(statement: Statement, parts: list[str]) -> str:
     if len(parts) != 1:
-        raise statement.error(f"`{'.'.join(parts)}`: a dataset or flow is named in the "
-                              "pipeline's own schema locally, with one name")
+        raise statement.error(f"`{'.'.join(parts)}`: a flow's name has one part")
     return parts[0]
 
 
