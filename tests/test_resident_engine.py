@@ -158,12 +158,19 @@ def test_a_bundle_s_pytest_runs_in_the_engine(engine, tmp_path):
     shutil.copytree(PROJECT_ROOT / "tests" / "bundles" / "tested_taxis", bundle)
     tests = bundle / "tests" / "test_taxis.py"
     tests.write_text(tests.read_text().split("\n\ndef test_rides_arrive")[0] + "\n")
-    env = env_of(engine, JAVA_HOME="/nonexistent")
+    # A module on the process's PYTHONPATH (as `PYTHONPATH=src pytest` puts a project's
+    # package there) is importable in the engine too, as it is in the process's own Python.
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "fares_helper.py").write_text("MINIMUM = 2.5\n")
+    (bundle / "tests" / "test_helper.py").write_text(
+        "from fares_helper import MINIMUM\n\n\ndef test_helper():\n    assert MINIMUM == 2.5\n")
+    env = env_of(engine, JAVA_HOME="/nonexistent", PYTHONPATH=os.pathsep.join(
+        filter(None, ["../lib", os.environ.get("PYTHONPATH")])))
     env.pop("PYTEST_XDIST_WORKER", None)
     first = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
                            cwd=bundle, env=env, capture_output=True, text=True, timeout=600)
     assert first.returncode == 0, first.stdout + first.stderr
-    assert "3 passed" in first.stdout, first.stdout
+    assert "4 passed" in first.stdout, first.stdout
     tests.write_text(tests.read_text().replace('"total_fare": 12.5', '"total_fare": 13.0'))
     second = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                              "tests/test_taxis.py"], cwd=bundle, env=env, capture_output=True,

@@ -83,14 +83,22 @@ class _Sender(io.TextIOBase):
 
 @contextlib.contextmanager
 def _as_the_process(request: dict[str, Any], channel: _Channel) -> Iterator[None]:
-    """The command's working directory, environment and output, for the block."""
+    """The command's working directory, environment and output, for the block; the folders of
+    its PYTHONPATH on `sys.path` before the engine's own, as the process's Python has them
+    (what is imported from them is forgotten after: the next command reads an edited module)."""
+    from exactly_once.local.graph.loader import importable
+
     cwd, env = os.getcwd(), dict(os.environ)
     os.chdir(request["cwd"])
     os.environ.update(request["env"])
     os.environ[ENGINE_VARIABLE] = OFF  # the engine runs the command itself, never sends it on
+    folders = [f for f in request["env"].get("PYTHONPATH", "").split(os.pathsep) if f]
     try:
-        with contextlib.redirect_stdout(_Sender(channel, "out")), \
+        with contextlib.ExitStack() as path, \
+                contextlib.redirect_stdout(_Sender(channel, "out")), \
                 contextlib.redirect_stderr(_Sender(channel, "err")):
+            for folder in reversed(folders):  # each goes first: the first ends up first
+                path.enter_context(importable(Path(folder)))
             yield
     finally:
         os.chdir(cwd)
