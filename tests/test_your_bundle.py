@@ -61,6 +61,19 @@ def trips(root: Path) -> list[dict]:
     return json.loads((root / "fixtures" / "samples.nyctaxi.trips.json").read_text())
 
 
+def one_pipeline(root: Path, schema: str, library: str, sources: dict[str, str]) -> Path:
+    """A bundle in `root` (its folder's name) of one pipeline publishing to main.`schema`, its
+    one `library` entry over `sources` written under src/."""
+    (root / "src").mkdir(parents=True)
+    (root / "databricks.yml").write_text(
+        f"bundle: {{name: {root.name}}}\n"
+        f"resources:\n  pipelines:\n    {root.name}:\n      name: {root.name}\n"
+        f"      catalog: main\n      schema: {schema}\n      libraries:\n        {library}\n")
+    for name, text in sources.items():
+        (root / "src" / name).write_text(text)
+    return root
+
+
 def one_error(err: str) -> str:
     lines = err.splitlines()
     assert len(lines) == 1 and lines[0].startswith(ERROR), err
@@ -345,13 +358,8 @@ def test_a_volume_path_is_a_directory_of_the_local_catalog(in_session, tmp_path,
                                                            capsys):
     """Auto Loader over `/Volumes/<catalog>/<schema>/<volume>/...`: the files of
     `.local/catalog/_volumes/<catalog>/<schema>/<volume>/...`, each read once."""
-    root = tmp_path / "landing"
-    (root / "src").mkdir(parents=True)
-    (root / "databricks.yml").write_text(
-        "bundle: {name: landing}\n"
-        "resources:\n  pipelines:\n    landing:\n      name: landing\n      catalog: main\n"
-        "      schema: raw\n      libraries:\n        - file: {path: src/events.py}\n")
-    (root / "src" / "events.py").write_text(LANDING)
+    root = one_pipeline(tmp_path / "landing", "raw", "- file: {path: src/events.py}",
+                        {"events.py": LANDING})
     volume = root / ".local" / "catalog" / "_volumes" / "main" / "raw" / "landing" / "events"
     volume.mkdir(parents=True)
     (volume / "a.json").write_text('{"id": 1}\n{"id": 2}\n')
@@ -397,14 +405,8 @@ def test_a_dataset_named_in_the_pipeline_s_catalog_and_schema_is_its_own(in_sess
     and schema (https://docs.databricks.com/aws/en/ldp/target-schema), in Python and SQL, for
     a dataset, a flow's target and an AUTO CDC flow's source: the pipeline's own names are its
     datasets. Another catalog's or schema's is one line from dry-run and run."""
-    root = tmp_path / "qualified"
-    (root / "src").mkdir(parents=True)
-    (root / "databricks.yml").write_text(
-        "bundle: {name: qualified}\n"
-        "resources:\n  pipelines:\n    p:\n      name: p\n      catalog: main\n"
-        "      schema: analytics\n      libraries:\n        - glob: {include: src/*}\n")
-    (root / "src" / "trips.py").write_text(QUALIFIED)
-    (root / "src" / "fares.sql").write_text(QUALIFIED_SQL)
+    root = one_pipeline(tmp_path / "qualified", "analytics", "- glob: {include: src/*}",
+                        {"trips.py": QUALIFIED, "fares.sql": QUALIFIED_SQL})
     shutil.copytree(BUNDLES / "python_template_like" / "fixtures", root / "fixtures")
     monkeypatch.chdir(root)
     code, out, err = exactly_once(capsys, "dry-run")
