@@ -60,6 +60,12 @@ def find_root_file(folder: Path) -> Path | None:
     return found[0] if found else None
 
 
+def nearest_root(start: Path) -> Path | None:
+    """`start` or the nearest folder above it holding a bundle configuration file; None when
+    none does."""
+    return next((f for f in (start, *start.parents) if find_root_file(f) is not None), None)
+
+
 def bundle_root(start: Path | None) -> Path:
     """The bundle's root folder: `start` itself when given; else `DATABRICKS_BUNDLE_ROOT` when
     set; else the current folder or the nearest parent holding a bundle configuration file."""

@@ -46,10 +46,9 @@ def configure(bundle: Callable[[], Path | None]) -> None:
 
 
 def _nearest_bundle() -> Path | None:
-    from exactly_once.bundle.config import find_root_file
+    from exactly_once.bundle.config import nearest_root
 
-    here = Path.cwd()
-    return next((f for f in (here, *here.parents) if find_root_file(f) is not None), None)
+    return nearest_root(Path.cwd())
 
 
 def _session() -> _Session:

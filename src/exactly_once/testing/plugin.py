@@ -152,28 +152,26 @@ def session_bundle(config: pytest.Config) -> Path | None:
     """The session's bundle: the ini option's, else the nearest folder with a bundle
     configuration file at or above where pytest runs, else its root directory's; None when
     there is none."""
-    from exactly_once.bundle.config import bundle_root, find_root_file
+    from exactly_once.bundle.config import nearest_root
 
-    named = config.getini(BUNDLE_INI)
-    if named:
-        return bundle_root(Path(config.rootpath) / named)
-    for start in (Path(config.invocation_params.dir), Path(config.rootpath)):
-        for folder in (start, *start.parents):
-            if find_root_file(folder) is not None:
-                return folder
-    return None
+    return _named_bundle(config) or nearest_root(Path(config.invocation_params.dir)) \
+        or nearest_root(Path(config.rootpath))
 
 
 def bundle_folder(request: Any) -> Path:
     """The bundle of the test being run: the ini option's, else the test file's folder or the
     nearest one above it with a bundle configuration file."""
-    from exactly_once.bundle.config import bundle_root, find_root_file
+    from exactly_once.bundle.config import bundle_root, nearest_root
 
-    named = request.config.getini(BUNDLE_INI)
-    if named:
-        return bundle_root(Path(request.config.rootpath) / named)
-    start = Path(request.path).parent
-    for folder in (start, *start.parents):
-        if find_root_file(folder) is not None:
-            return folder
-    return bundle_root(None)  # the current folder's, or one line saying there is none
+    # Else the current folder's, or one line saying there is none.
+    return _named_bundle(request.config) or nearest_root(Path(request.path).parent) \
+        or bundle_root(None)
+
+
+def _named_bundle(config: pytest.Config) -> Path | None:
+    """The bundle the `exactly_once_bundle` ini option names (relative to the root directory),
+    or None when it names none."""
+    from exactly_once.bundle.config import bundle_root
+
+    named = config.getini(BUNDLE_INI)
+    return bundle_root(Path(config.rootpath) / named) if named else None

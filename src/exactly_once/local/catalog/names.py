@@ -93,6 +93,12 @@ class Namespace:
             return TableName(*parts)
         raise NameSyntaxError(f"a table name has at most three parts: {'.'.join(parts)}")
 
+    def dataset_name(self, text: str) -> str | None:
+        """The dataset of this namespace that `text`, a name of one to three parts (`LIVE.x`
+        too), names: its last part, or None when it names another catalog or schema. Not such
+        a name: NameSyntaxError."""
+        return self.own(self.qualify(split(text)))
+
     def own(self, table: TableName) -> str | None:
         """The dataset name, when `table` is in this namespace (names compare case-blind, as
         Unity Catalog's do); else None."""

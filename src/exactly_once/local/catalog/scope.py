@@ -40,14 +40,9 @@ class ReadScope:
     def dataset(self, text: str, datasets: Container[str]) -> str | None:
         """The pipeline's dataset `text` names, or None when it names none."""
         try:
-            parts = split(text)
+            name = self.namespace.dataset_name(text)
         except NameSyntaxError:
             return None
-        if len(parts) == 1:
-            return parts[0] if parts[0] in datasets else None
-        if len(parts) > 3:
-            return None
-        name = self.namespace.own(self.namespace.qualify(parts))
         return name if name is not None and name in datasets else None
 
     def table(self, text: str) -> TableName | None:

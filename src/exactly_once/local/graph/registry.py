@@ -110,10 +110,7 @@ class PipelineGraph(GraphElementRegistry):
         """`name` as a dataset of the pipeline: itself when it has one part, its last part when
         the others name the pipeline's catalog and schema; None when they name another's."""
         try:
-            parts = split(name)
-            if len(parts) == 1:
-                return name
-            return self.namespace.own(self.namespace.qualify(parts))
+            return name if len(split(name)) == 1 else self.namespace.dataset_name(name)
         except NameSyntaxError:
             return name  # not a name of parts: the checks downstream say what is wrong with it
 
