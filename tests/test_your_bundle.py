@@ -404,7 +404,7 @@ def test_a_dataset_named_in_the_pipeline_s_catalog_and_schema_is_its_own(in_sess
     """Databricks reads a dataset's name of two or three parts against the pipeline's catalog
     and schema (https://docs.databricks.com/aws/en/ldp/target-schema), in Python and SQL, for
     a dataset, a flow's target and an AUTO CDC flow's source: the pipeline's own names are its
-    datasets. Another catalog's or schema's is one line from dry-run and run."""
+    datasets."""
     root = one_pipeline(tmp_path / "qualified", "analytics", "- glob: {include: src/*}",
                         {"trips.py": QUALIFIED, "fares.sql": QUALIFIED_SQL})
     shutil.copytree(BUNDLES / "python_template_like" / "fixtures", root / "fixtures")
@@ -426,12 +426,87 @@ def test_a_dataset_named_in_the_pipeline_s_catalog_and_schema_is_its_own(in_sess
             for r in shown_json(capsys, "main.analytics.latest_fare")} == \
         {zip_code: fare for zip_code, (_, fare) in latest.items()}
 
-    (root / "src" / "trips.py").write_text(
-        QUALIFIED.replace('name="main.analytics.trips"', 'name="main.stores.trips"'))
-    expected = ("src/trips.py: dataset `main.stores.trips`: named in another catalog or schema "
-                "than the pipeline's (main.analytics): the local runtime publishes a pipeline's "
-                "datasets to its own catalog and schema; name it in main.analytics, or give the "
-                "pipeline that catalog and schema")
-    for command in ("dry-run", "run"):
-        code, out, err = exactly_once(capsys, command)
-        assert code == 1 and expected in err.splitlines()[-1], err
+
+
+MEDALLION = """
+from pyspark import pipelines as dp
+
+
+@dp.table(name="bronze.trips")
+def bronze_trips():
+    return spark.readStream.table("samples.nyctaxi.trips")
+
+
+@dp.table(name="silver.trips", comment="trips that went somewhere")
+def silver_trips():
+    return spark.readStream.table("main.bronze.trips").where("trip_distance > 0")
+
+
+dp.create_streaming_table("Silver.latest_fare")
+dp.create_auto_cdc_flow(target="silver.latest_fare", source="silver.trips",
+                        keys=["pickup_zip"], sequence_by="tpep_pickup_datetime")
+"""
+MEDALLION_SQL = """
+CREATE OR REFRESH MATERIALIZED VIEW reports.gold.fares AS
+SELECT pickup_zip, sum(fare_amount) AS total_fare FROM silver.trips GROUP BY pickup_zip;
+
+CREATE OR REFRESH MATERIALIZED VIEW trips AS SELECT count(*) AS n FROM bronze.trips;
+
+CREATE VIEW gold.long_trips AS SELECT * FROM silver.trips WHERE trip_distance > 2;
+"""
+
+
+def test_a_pipeline_publishes_datasets_to_other_schemas_and_catalogs(in_session, tmp_path,
+                                                                     monkeypatch, capsys):
+    """In Databricks' default publishing mode a dataset named in another schema or catalog than
+    the pipeline's is published there, its schema made if need be
+    (https://docs.databricks.com/aws/en/ldp/target-schema): one pipeline's bronze, silver and
+    gold schemas, two datasets of one last name in two schemas, a dataset of another catalog,
+    each read by the others in Python and SQL by any of its names."""
+    root = one_pipeline(tmp_path / "medallion", "analytics", "- glob: {include: src/*}",
+                        {"trips.py": MEDALLION, "gold.sql": MEDALLION_SQL})
+    shutil.copytree(BUNDLES / "python_template_like" / "fixtures", root / "fixtures")
+    monkeypatch.chdir(root)
+    code, out, err = exactly_once(capsys, "dry-run")
+    assert code == 0, err
+    assert "6 datasets, 6 flows; no problems" in out
+    assert exactly_once(capsys, "run", "--quiet")[0] == 0, capsys.readouterr()
+    rows = trips(root)
+    paid = [t for t in rows if t["trip_distance"] > 0]
+    assert 0 < len(paid) < len(rows)
+    fares: dict[int, float] = defaultdict(float)
+    for trip in paid:
+        fares[trip["pickup_zip"]] += trip["fare_amount"]
+    assert len(shown_json(capsys, "main.bronze.trips")) == len(rows)
+    assert len(shown_json(capsys, "silver.trips")) == len(paid)
+    assert shown_json(capsys, "trips") == [{"n": len(rows)}]  # the pipeline's own schema's
+    assert {r["pickup_zip"]: r["total_fare"] for r in shown_json(capsys, "reports.gold.fares")} \
+        == pytest.approx(dict(fares))
+    assert {r["pickup_zip"] for r in shown_json(capsys, "main.silver.latest_fare")} == set(fares)
+
+    # Published under each name, for whoever reads the catalog next (a notebook, a test).
+    for name, count in (("main.bronze.trips", len(rows)), ("main.silver.trips", len(paid)),
+                        ("reports.gold.fares", len(fares)), ("main.analytics.trips", 1),
+                        ("silver.trips", len(paid)),  # the session catalog's schema `silver`
+                        ("gold.long_trips", sum(t["trip_distance"] > 2 for t in rows))):
+        assert in_session.read.table(name).count() == count, name
+    assert in_session.sql("DESCRIBE TABLE EXTENDED main.silver.trips").where(
+        "col_name = 'Comment'").first()["data_type"] == "trips that went somewhere"
+
+    # A table is selected by any of its names: the pipeline's, or in full.
+    code, out, err = exactly_once(capsys, "run", "--refresh", "silver.trips,main.analytics.trips",
+                                  "--full-refresh", "MAIN.Silver.latest_fare")
+    assert code == 0, err
+    assert exactly_once(capsys, "run", "--refresh", "main.gold.trips")[2].splitlines()[-1] == \
+        f"{ERROR}unknown table `gold.trips`; the pipeline's tables are reports.gold.fares, " \
+        "trips, bronze.trips, silver.trips, silver.latest_fare"
+
+    # A view is published in the Spark session's catalog: the pipeline's catalog, not another.
+    (root / "src" / "view.sql").write_text(
+        "CREATE VIEW reports.gold.big_fares AS SELECT * FROM reports.gold.fares "
+        "WHERE total_fare > 10;\n")
+    expected = ("src/view.sql:1: dataset `reports.gold.big_fares`: a view published in another "
+                "catalog (reports) than the pipeline's (main): the local runtime publishes "
+                "views in the Spark session's catalog, which holds one; name it in main")
+    code, out, err = exactly_once(capsys, "dry-run")
+    assert code == 1 and one_error(err) == expected, err

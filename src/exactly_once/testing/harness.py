@@ -83,8 +83,8 @@ class PipelineHarness:
         table = scope.table(name)
         if table is None:
             raise FixtureError(f"given `{name}`: not a table name of one to three parts")
-        own = scope.namespace.own(table)
-        if own is not None and own in self._datasets():
+        own = scope.namespace.dataset_key(table)
+        if own in self._datasets():
             raise FixtureError(f"given `{name}`: the pipeline defines `{own}`; give the tables "
                                f"it reads (or test the dataset alone: pipeline.dataset(...))")
         df = rows if isinstance(rows, DataFrame) else self._frame(rows, f"{table.file_stem}")

@@ -122,8 +122,8 @@ class LocalCatalog:
         of one name from two owners): one line before anything is written."""
         own = set(datasets)
         for table, path in self.fixture_files().items():
-            name = namespace.own(table)
-            if name is not None and name in own:
+            name = namespace.dataset_key(table)
+            if name in own:
                 raise CatalogError(f"{path} supplies {table}, which the pipeline publishes as "
                                    f"its dataset `{name}`: rename the fixture or the dataset")
 
@@ -170,8 +170,8 @@ class LocalCatalog:
             self.root.mkdir(parents=True, exist_ok=True)
             self.seed(spark)
         names = set(self.catalogs()) | {t.catalog for t in self.fixture_files()}
-        if namespace is not None:
-            names.add(namespace.catalog)
+        if namespace is not None:  # its own, and those it publishes datasets to
+            names |= {namespace.catalog, *(namespace.table_of(d).catalog for d in datasets)}
         catalog_plugin.register(spark, self.root, sorted(names))
 
     def read(self, spark: SparkSession, table: TableName, streaming: bool,

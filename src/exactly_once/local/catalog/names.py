@@ -93,11 +93,32 @@ class Namespace:
             return TableName(*parts)
         raise NameSyntaxError(f"a table name has at most three parts: {'.'.join(parts)}")
 
-    def dataset_name(self, text: str) -> str | None:
-        """The dataset of this namespace that `text`, a name of one to three parts (`LIVE.x`
-        too), names: its last part, or None when it names another catalog or schema. Not such
-        a name: NameSyntaxError."""
-        return self.own(self.qualify(split(text)))
+    def dataset_name(self, text: str) -> str:
+        """The pipeline's name of the dataset `text` (one to three parts, `LIVE.x` too) would
+        be (`dataset_key`). Not such a name: NameSyntaxError."""
+        return self.dataset_key(self.qualify(split(text)))
+
+    def dataset_key(self, table: TableName) -> str:
+        """The name the pipeline knows the dataset it publishes as `table` by: its last part in
+        the pipeline's own catalog and schema; `schema.name` in another schema of its catalog;
+        `catalog.schema.name` in another catalog. Catalogs and schemas compare case-blind, as
+        Unity Catalog's do, so they are written in lower case."""
+        own = self.own(table)
+        if own is not None:
+            return own
+        parts: tuple[str, ...] = (table.schema.lower(), table.name)
+        if table.catalog.lower() != self.catalog.lower():
+            parts = (table.catalog.lower(), *parts)
+        return ".".join(quoted(p) for p in parts)
+
+    def table_of(self, key: str) -> TableName:
+        """The table the dataset named `key` (`dataset_key`) is published as."""
+        try:
+            parts = split(key)
+        except NameSyntaxError:
+            parts = (key,)
+        return TableName(self.catalog, self.schema, key) if len(parts) == 1 \
+            else self.qualify(parts)
 
     def own(self, table: TableName) -> str | None:
         """The dataset name, when `table` is in this namespace (names compare case-blind, as
@@ -106,3 +127,4 @@ class Namespace:
                                                              self.schema.lower()):
             return table.name
         return None
+

@@ -4,7 +4,8 @@ pipeline publishes its event log, when its bundle names it (`event_log`).
 
 Databricks resolves a pipeline's reads against its default catalog and schema: `orders`,
 `sales.orders` and `main.sales.orders` are the pipeline's dataset `orders` when it publishes to
-`main.sales`; any other name is a table of the metastore. Locally that metastore is the local
+`main.sales`, and `main.gold.orders` its dataset `gold.orders` when it publishes one there
+(names.py); any other name is a table of the metastore. Locally that metastore is the local
 catalog (catalog.py), and a name nothing supplies is one line saying how to supply it.
 """
 
@@ -32,9 +33,10 @@ class ReadScope:
     def published_event_log(self, datasets: Container[str]) -> TableName | None:
         """The name the event log is published under, or None; a name of one of the
         pipeline's `datasets` is a one-line CatalogError (one name, one table)."""
-        if self.event_log is not None and self.namespace.own(self.event_log) in datasets:
+        if self.event_log is not None \
+                and (key := self.namespace.dataset_key(self.event_log)) in datasets:
             raise CatalogError(f"event_log: {self.event_log} is the pipeline's dataset "
-                               f"`{self.event_log.name}`; give the event log a name of its own")
+                               f"`{key}`; give the event log a name of its own")
         return self.event_log
 
     def dataset(self, text: str, datasets: Container[str]) -> str | None:
@@ -43,7 +45,7 @@ class ReadScope:
             name = self.namespace.dataset_name(text)
         except NameSyntaxError:
             return None
-        return name if name is not None and name in datasets else None
+        return name if name in datasets else None
 
     def table(self, text: str) -> TableName | None:
         """The catalog table a name the pipeline does not define means; None for a name Spark

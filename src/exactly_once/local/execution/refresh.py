@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from exactly_once.errors import RefreshError
+from exactly_once.local.catalog.names import NameSyntaxError
 from exactly_once.local.graph.registry import PipelineGraph
 from exactly_once.table_properties import RESET_ALLOWED, reset_allowed
 
@@ -44,6 +45,18 @@ class RefreshSelection:
         return cls(refresh=tuple(refresh), full_refresh=tuple(full_refresh))
 
 
+def _named(graph: PipelineGraph, names: tuple[str, ...]) -> tuple[str, ...]:
+    """Tables named as the user may name them (`orders`, `main.sales.orders`, `gold.orders`),
+    as the pipeline names them (names.py: `main.sales.orders` is `orders` in a pipeline of
+    `main.sales`)."""
+    def named(name: str) -> str:
+        try:
+            return graph.namespace.dataset_name(name)
+        except NameSyntaxError:
+            return name  # the unknown-table line names it as it was written
+    return tuple(named(n) for n in names)
+
+
 @dataclass(frozen=True)
 class RefreshPlan:
     update: list[str]  # in the graph's order
@@ -60,6 +73,8 @@ class RefreshPlan:
 
 def plan_refresh(graph: PipelineGraph, selection: RefreshSelection) -> RefreshPlan:
     tables = [t.name for t in graph.tables()]
+    selection = replace(selection, refresh=_named(graph, selection.refresh),
+                        full_refresh=_named(graph, selection.full_refresh))
     if selection.rederive:
         return RefreshPlan(update=tables, reset=[t for t in tables if t in selection.rederive])
     if selection.full_refresh_all and (selection.refresh or selection.full_refresh):

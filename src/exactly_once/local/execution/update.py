@@ -173,11 +173,11 @@ class PipelineUpdate:
 
     def _publish(self, tables: list[str]) -> None:
         """Each table the pipeline publishes (every one but its private ones), named in the
-        local catalog under the pipeline's catalog and schema."""
+        local catalog under the pipeline's catalog and schema, or those its name gives."""
         for name in tables:
             if not self.warehouse.definition(name).private and self.warehouse.has_table(name):
                 self.scope.catalog.publish(
-                    self.scope.namespace.qualify((name,)),
+                    self.scope.namespace.table_of(name),
                     str(self.warehouse.table_path(name).resolve()))
 
     def _table_update(self, name: str) -> Future[None]:

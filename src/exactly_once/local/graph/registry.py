@@ -56,13 +56,15 @@ class PipelineGraph(GraphElementRegistry):
     # `@dp.on_event_hook`s, in declaration order: not part of the dataflow (event_hooks.py).
     event_hooks: list[EventHook] = field(default_factory=list)
     # The pipeline's catalog and schema: a dataset, a flow's target or an AUTO CDC source
-    # named in two or three parts that name them is the dataset of the last part, as on
-    # Databricks (https://docs.databricks.com/aws/en/ldp/target-schema).
+    # named in two or three parts that name them is the dataset of the last part, and one
+    # named in another schema or catalog is published there, as on Databricks
+    # (https://docs.databricks.com/aws/en/ldp/target-schema; names.py).
     namespace: Namespace = field(default_factory=Namespace)
 
     def register_output(self, output: Output) -> None:
         if not isinstance(output, Sink):
-            output = replace(output, name=self._dataset_name(output.name))
+            output = replace(output, name=self._dataset_name(
+                output.name, published_view=isinstance(output, PublishedView)))
         if output.name in self.outputs:
             raise GraphError(f"dataset `{output.name}` is defined twice", dataset=output.name,
                              file=self.loading)
@@ -91,7 +93,7 @@ class PipelineGraph(GraphElementRegistry):
                          dataset=flow.target, file=self.loading)
 
     def register_auto_cdc_spec(self, spec: AutoCdcSpec) -> None:
-        spec = replace(self._in_namespace(spec), source=self._own_name(spec.source) or spec.source)
+        spec = replace(self._in_namespace(spec), source=self._own_name(spec.source))
         self.auto_cdc_flows.append(spec)
         self._declared(spec.name)
 
@@ -106,30 +108,33 @@ class PipelineGraph(GraphElementRegistry):
         raise GraphError("SQL pipeline files are not supported by the local runtime",
                          file=str(file_path))
 
-    def _own_name(self, name: str) -> str | None:
-        """`name` as a dataset of the pipeline: itself when it has one part, its last part when
-        the others name the pipeline's catalog and schema; None when they name another's."""
+    def _own_name(self, name: str) -> str:
+        """`name` as the pipeline names its dataset: itself when it has one part, its last part
+        when the others name the pipeline's catalog and schema, else `schema.name` or
+        `catalog.schema.name` (`Namespace.dataset_key`): published there, as on Databricks."""
         try:
             return name if len(split(name)) == 1 else self.namespace.dataset_name(name)
         except NameSyntaxError:
             return name  # not a name of parts: the checks downstream say what is wrong with it
 
-    def _dataset_name(self, name: str) -> str:
+    def _dataset_name(self, name: str, published_view: bool) -> str:
+        """A declared dataset's name (`_own_name`); a view is published in the pipeline's
+        catalog."""
         own = self._own_name(name)
-        if own is None:
-            ns = f"{self.namespace.catalog}.{self.namespace.schema}"
+        table = self.namespace.table_of(own)
+        if published_view and table.catalog.lower() != self.namespace.catalog.lower():
             raise DeclarationError(
-                f"named in another catalog or schema than the pipeline's ({ns}): the local "
-                f"runtime publishes a pipeline's datasets to its own catalog and schema; name "
-                f"it in {ns}, or give the pipeline that catalog and schema",
+                f"a view published in another catalog ({table.catalog}) than the pipeline's "
+                f"({self.namespace.catalog}): the local runtime publishes views in the Spark "
+                f"session's catalog, which holds one; name it in {self.namespace.catalog}",
                 dataset=name, file=self.loading)
         return own
 
     def _in_namespace(self, flow: AnyFlow) -> AnyFlow:
         """`flow` with its target, and its name where it is its target's (a dataset's own
-        query), as the pipeline's dataset names; a target of another catalog or schema (a
-        sink's name, or what `register_output` refuses) as written."""
-        target = self._own_name(flow.target) or flow.target
+        query), as the pipeline's dataset names; a sink's name as written."""
+        target = flow.target if isinstance(self.outputs.get(flow.target), Sink) \
+            else self._own_name(flow.target)
         if target == flow.target:
             return flow
         return replace(flow, target=target, name=target if flow.name == flow.target

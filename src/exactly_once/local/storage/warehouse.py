@@ -39,7 +39,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from exactly_once.errors import GraphError
-from exactly_once.local.engine.sql_columns import identifier
 from exactly_once.local.storage import delta_log, table_definition
 from exactly_once.local.storage.delta_log import is_delta_table
 from exactly_once.local.storage.files import StoragePath, location, remove_tree, write_atomic
@@ -219,14 +218,18 @@ class Warehouse:
         if definition is not None and definition.private:
             self._unregister(spark, name)
             return
-        registered = _registered_entry(spark, name)
+        table = _session_identifier(spark, name)
+        if table is None:  # another catalog's: the local catalog names it (update.py)
+            return
+        registered = _registered_entry(spark, table)
         if registered is not None and registered.location == where:
             return
         if registered is not None and _point_at(spark, registered, where):
             return
         if registered is not None:
-            spark.sql(f"DROP TABLE IF EXISTS `{name}`")
-        spark.sql(f"CREATE TABLE IF NOT EXISTS `{name}` USING DELTA LOCATION '{where}'")
+            spark.sql(f"DROP TABLE IF EXISTS {table}")
+        spark.sql(f"CREATE TABLE IF NOT EXISTS {_in_its_schema(spark, table)} USING DELTA "
+                  f"LOCATION '{where}'")
 
     @staticmethod
     def publish_view(spark: SparkSession, name: str, definition: str, comment: str | None,
@@ -236,18 +239,21 @@ class Warehouse:
         clauses = [] if comment is None else [f"COMMENT {table_definition.sql_literal(comment)}"]
         if properties:
             clauses.append(f"TBLPROPERTIES {table_definition.sql_properties(properties)}")
-        spark.sql(f"CREATE OR REPLACE VIEW {identifier(name)} {' '.join(clauses)} "
+        view = _session_identifier(spark, name)
+        assert view is not None, name  # a view of another catalog is refused (registry.py)
+        spark.sql(f"CREATE OR REPLACE VIEW {_in_its_schema(spark, view)} {' '.join(clauses)} "
                   f"AS {definition}")
 
     def _unregister(self, spark: SparkSession, name: str) -> None:
         """Drop the session catalog's entry of `name` if it points at this warehouse's table;
         anything else of that name is not the pipeline's to drop."""
+        table = _session_identifier(spark, name)
         try:
-            registered = _registered_entry(spark, name)
+            registered = None if table is None else _registered_entry(spark, table)
         except GraphError:  # the catalog's own table of that name
             return
         if registered is not None and registered.location == str(self.table_path(name).resolve()):
-            spark.sql(f"DROP TABLE IF EXISTS `{name}`")
+            spark.sql(f"DROP TABLE IF EXISTS {table}")
 
     def definition(self, name: str) -> TableDefinition:
         """Table `name`'s declared definition (an empty one when it declares nothing)."""
@@ -298,6 +304,29 @@ class Warehouse:
                 remove_tree(path)
 
 
+def _session_identifier(spark: SparkSession, name: str) -> str | None:
+    """A dataset's name (`catalog/names.py`'s `dataset_key`: `name`, `schema.name` or
+    `catalog.schema.name`) as the session catalog's table: `` `name` `` in its current schema,
+    `` `schema`.`name` `` in another; None for another catalog's, which only the local catalog
+    holds. Spark's parser splits it, as it splits the name when a query reads it."""
+    try:
+        seq = spark._jsparkSession.sessionState().sqlParser().parseMultipartIdentifier(name)
+        parts = [str(seq.apply(i)) for i in range(seq.length())]
+    except Exception:  # noqa: BLE001 - not a name of parts (a ParseException): one part
+        parts = [name]
+    if len(parts) > 2:
+        return None
+    return ".".join(f"`{p.replace('`', '``')}`" for p in parts)
+
+
+def _in_its_schema(spark: SparkSession, table: str) -> str:
+    """`table` (`_session_identifier`'s), its schema made first when it names one: an update
+    makes the schemas its datasets name, as Databricks' does."""
+    if table.count("`.`") == 1:
+        spark.sql(f"CREATE SCHEMA IF NOT EXISTS {table.rsplit('`.`', 1)[0]}`")
+    return table
+
+
 @dataclass(frozen=True)
 class _CatalogEntry:
     """The session catalog's entry of a name: the catalog, the name as it parsed, the entry
@@ -310,17 +339,18 @@ class _CatalogEntry:
 
 
 def _registered_entry(spark: SparkSession, name: str) -> _CatalogEntry | None:
-    """The session catalog's entry of `name` (None if unknown), read from the catalog's own
-    metadata: no query, no Delta snapshot (a tenth of the cost of CREATE TABLE IF NOT EXISTS).
+    """The session catalog's entry of `name` (`_session_identifier`'s; None if unknown), read
+    from the catalog's own metadata: no query, no Delta snapshot (a tenth of the cost of
+    CREATE TABLE IF NOT EXISTS).
     A managed table of that name is the user's own: refused, since dropping it deletes it."""
     state = spark._jsparkSession.sessionState()  # no public API says where a table points
-    catalog, identifier = state.catalog(), state.sqlParser().parseTableIdentifier(f"`{name}`")
+    catalog, identifier = state.catalog(), state.sqlParser().parseTableIdentifier(name)
     if not catalog.tableExists(identifier):
         return None
     table = catalog.getTableRawMetadata(identifier)
     kind = table.tableType().name()
     if kind != "EXTERNAL":
-        raise GraphError(f"the session catalog has a {kind.lower()} table `{name}` of its own; "
+        raise GraphError(f"the session catalog has a {kind.lower()} table {name} of its own; "
                          "the pipeline's table of that name cannot be registered over it")
     # As a path, not a URI: `where` it is compared with is not escaped (spaces, say).
     jvm: Any = spark._jvm
