@@ -332,10 +332,11 @@ REFUSED = {
                     "`CREATE OR REFRESH STREAMING LIVE TABLE ...`: the older LIVE syntax is "
                     "not supported by the local runtime; write CREATE OR REFRESH STREAMING "
                     "TABLE, MATERIALIZED VIEW or CREATE TEMPORARY VIEW"),
-    "use_schema": ("-- a comment\n/* another */\nUSE SCHEMA other;", 3,
-                   "`USE SCHEMA other`: USE (a file's current catalog or schema for the "
-                   "statements after it) is not supported by the local runtime; name another "
-                   "catalog's or schema's tables in full (catalog.schema.table)"),
+    # USE CATALOG / USE SCHEMA are read (test_your_bundle); other forms are not.
+    "use_identifier": ("-- a comment\n/* another */\nUSE SCHEMA IDENTIFIER('other');", 3,
+                       "`USE SCHEMA IDENTIFIER('other')`: the local runtime reads USE CATALOG "
+                       "name and USE [SCHEMA] [catalog.]schema, each name as written (not "
+                       "IDENTIFIER(...) or a string)"),
     "missing_parameter": ("CREATE MATERIALIZED VIEW m AS\nSELECT ${nowhere.key} AS x;", 1,
                           "`CREATE MATERIALIZED VIEW m AS SELECT ...`: ${nowhere.key} is not "
                           "set in the pipeline configuration"),

@@ -74,6 +74,17 @@ def one_pipeline(root: Path, schema: str, library: str, sources: dict[str, str])
     return root
 
 
+def checked_and_run(capsys, monkeypatch, root: Path, datasets: int) -> None:
+    """`root`'s bundle over the taxi fixtures, the current folder: dry-run finds `datasets`
+    datasets and flows and no problems, then a run succeeds."""
+    shutil.copytree(BUNDLES / "python_template_like" / "fixtures", root / "fixtures")
+    monkeypatch.chdir(root)
+    code, out, err = exactly_once(capsys, "dry-run")
+    assert code == 0, err
+    assert f"{datasets} datasets, {datasets} flows; no problems" in out
+    assert exactly_once(capsys, "run", "--quiet")[0] == 0, capsys.readouterr()
+
+
 def one_error(err: str) -> str:
     lines = err.splitlines()
     assert len(lines) == 1 and lines[0].startswith(ERROR), err
@@ -407,12 +418,7 @@ def test_a_dataset_named_in_the_pipeline_s_catalog_and_schema_is_its_own(in_sess
     datasets."""
     root = one_pipeline(tmp_path / "qualified", "analytics", "- glob: {include: src/*}",
                         {"trips.py": QUALIFIED, "fares.sql": QUALIFIED_SQL})
-    shutil.copytree(BUNDLES / "python_template_like" / "fixtures", root / "fixtures")
-    monkeypatch.chdir(root)
-    code, out, err = exactly_once(capsys, "dry-run")
-    assert code == 0, err
-    assert "4 datasets, 4 flows; no problems" in out
-    assert exactly_once(capsys, "run", "--quiet")[0] == 0, capsys.readouterr()
+    checked_and_run(capsys, monkeypatch, root, datasets=4)
     fares: dict[int, float] = defaultdict(float)
     latest: dict[int, tuple[str, float]] = {}
     for trip in trips(root):
@@ -454,6 +460,17 @@ CREATE OR REFRESH MATERIALIZED VIEW trips AS SELECT count(*) AS n FROM bronze.tr
 
 CREATE VIEW gold.long_trips AS SELECT * FROM silver.trips WHERE trip_distance > 2;
 """
+# USE: the file's current catalog and schema for the statements after it.
+MEDALLION_USE_SQL = """
+USE CATALOG reports;
+USE SCHEMA gold;
+CREATE OR REFRESH MATERIALIZED VIEW zip_count AS SELECT count(*) AS zips FROM fares;
+
+USE main.silver;
+CREATE TEMPORARY VIEW far AS SELECT * FROM trips WHERE trip_distance > 2;
+CREATE OR REFRESH MATERIALIZED VIEW far_count AS
+SELECT count(*) AS n, (SELECT count(*) FROM analytics.trips) AS counts FROM far;
+"""
 
 
 def test_a_pipeline_publishes_datasets_to_other_schemas_and_catalogs(in_session, tmp_path,
@@ -462,15 +479,12 @@ def test_a_pipeline_publishes_datasets_to_other_schemas_and_catalogs(in_session,
     the pipeline's is published there, its schema made if need be
     (https://docs.databricks.com/aws/en/ldp/target-schema): one pipeline's bronze, silver and
     gold schemas, two datasets of one last name in two schemas, a dataset of another catalog,
-    each read by the others in Python and SQL by any of its names."""
+    each read by the others in Python and SQL by any of its names; in SQL also after USE
+    CATALOG and USE SCHEMA, which set a file's current catalog and schema."""
     root = one_pipeline(tmp_path / "medallion", "analytics", "- glob: {include: src/*}",
-                        {"trips.py": MEDALLION, "gold.sql": MEDALLION_SQL})
-    shutil.copytree(BUNDLES / "python_template_like" / "fixtures", root / "fixtures")
-    monkeypatch.chdir(root)
-    code, out, err = exactly_once(capsys, "dry-run")
-    assert code == 0, err
-    assert "6 datasets, 6 flows; no problems" in out
-    assert exactly_once(capsys, "run", "--quiet")[0] == 0, capsys.readouterr()
+                        {"trips.py": MEDALLION, "gold.sql": MEDALLION_SQL,
+                         "use.sql": MEDALLION_USE_SQL})
+    checked_and_run(capsys, monkeypatch, root, datasets=9)
     rows = trips(root)
     paid = [t for t in rows if t["trip_distance"] > 0]
     assert 0 < len(paid) < len(rows)
@@ -483,6 +497,9 @@ def test_a_pipeline_publishes_datasets_to_other_schemas_and_catalogs(in_session,
     assert {r["pickup_zip"]: r["total_fare"] for r in shown_json(capsys, "reports.gold.fares")} \
         == pytest.approx(dict(fares))
     assert {r["pickup_zip"] for r in shown_json(capsys, "main.silver.latest_fare")} == set(fares)
+    assert shown_json(capsys, "reports.gold.zip_count") == [{"zips": len(fares)}]
+    far = sum(t["trip_distance"] > 2 for t in rows)
+    assert shown_json(capsys, "silver.far_count") == [{"n": far, "counts": 1}]
 
     # Published under each name, for whoever reads the catalog next (a notebook, a test).
     for name, count in (("main.bronze.trips", len(rows)), ("main.silver.trips", len(paid)),
@@ -499,7 +516,8 @@ def test_a_pipeline_publishes_datasets_to_other_schemas_and_catalogs(in_session,
     assert code == 0, err
     assert exactly_once(capsys, "run", "--refresh", "main.gold.trips")[2].splitlines()[-1] == \
         f"{ERROR}unknown table `gold.trips`; the pipeline's tables are reports.gold.fares, " \
-        "trips, bronze.trips, silver.trips, silver.latest_fare"
+        "trips, bronze.trips, silver.trips, silver.latest_fare, reports.gold.zip_count, " \
+        "silver.far_count"
 
     # A view is published in the Spark session's catalog: the pipeline's catalog, not another.
     (root / "src" / "view.sql").write_text(

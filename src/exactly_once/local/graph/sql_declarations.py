@@ -7,7 +7,8 @@ and AUTO CDC treat a SQL dataset as a Python one; SQL and Python datasets read e
 Each declaration is located at the statement (`<file>:<line>`, in messages, `dry-run`, `graph`
 and the registry's source locations). `SET key = value` gives the flows declared after it in
 the same file that Spark setting (their `spark_conf`), as open-source pipelines do; an AUTO CDC
-flow has none, so a SET before one is refused.
+flow has none, so a SET before one is refused. `USE CATALOG` and `USE SCHEMA` set the file's
+current catalog and schema for the statements after it, as on Databricks (`_named_in`).
 
 The statements a pipeline SQL file holds: https://docs.databricks.com/aws/en/ldp/developer/sql-ref
 """
@@ -23,6 +24,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from exactly_once.errors import DeclarationError
 from exactly_once.local.auto_cdc.spec import AutoCdcDeclarations
+from exactly_once.local.catalog.names import LIVE, Namespace, NameSyntaxError, split
 from exactly_once.local.graph import dataset_declarations, expectations, source_locations
 from exactly_once.local.graph.expectations import DROP, FAIL, WARN
 from exactly_once.local.graph.flow_declarations import FlowDeclarations
@@ -33,11 +35,13 @@ from exactly_once.local.graph.sql_queries import Query
 from exactly_once.local.graph.sql_statements import (
     MATERIALIZED_VIEW,
     STREAMING_TABLE,
+    TEMPORARY_VIEW,
     VIEW,
     Dataset,
     Declared,
     InsertFlow,
     SetConf,
+    Use,
     parse,
 )
 
@@ -52,11 +56,53 @@ def run_sql_file(spark: SparkSession, graph: PipelineGraph, path: Path, shown: s
     first statement the runtime cannot run raises its one-line error, which the loader locates
     at `graph.loading`, the statement's file and line."""
     conf: dict[str, str] = {}
+    namespace = graph.namespace  # the file's current catalog and schema (USE)
     for written in statements(spark, path.read_text() if text is None else text):
         graph.loading = f"{shown}:{written.line}"
         with source_locations.sql_statement(str(path), written.line):
             statement = substituted(spark, written)
-            conf = _declare(graph, statement, parse(spark, statement), conf)
+            declared = parse(spark, statement)
+            if isinstance(declared, Use):
+                namespace = declared.applied_to(namespace)
+                continue
+            if namespace != graph.namespace:
+                declared = _named_in(declared, namespace, graph)
+            conf = _declare(graph, statement, declared, conf)
+
+
+def _named_in(declared: Declared, namespace: Namespace, graph: PipelineGraph) -> Declared:
+    """`declared` with the names of one or two parts it declares and reads read against
+    `namespace`, a USE's, written in full: the graph reads them against the pipeline's
+    (registry.py). A temporary view's own name stays as written (it is the pipeline's, in
+    no schema), and so does a read of one the pipeline declared before (Spark reads a
+    temporary view first)."""
+    def full(name: str) -> str:
+        try:
+            parts = split(name)
+        except NameSyntaxError:
+            return name
+        if len(parts) == 3 or (len(parts) == 2 and parts[0].lower() == LIVE):
+            return name
+        return str(namespace.qualify(parts))
+
+    def query(written: Query) -> Query:
+        return replace(written, reads=tuple(
+            read if read.files is not None or graph.is_view(read.name) else
+            replace(read, name=full(read.name)) for read in written.reads))
+
+    if isinstance(declared, AutoCdc):
+        arguments = dict(declared.arguments)
+        if arguments["name"] == arguments["target"]:
+            arguments["name"] = full(arguments["target"])
+        arguments.update(target=full(arguments["target"]), source=full(arguments["source"]))
+        return replace(declared, arguments=arguments)
+    if isinstance(declared, InsertFlow):
+        return replace(declared, target=full(declared.target), query=query(declared.query))
+    if isinstance(declared, Dataset):
+        return replace(declared, query=None if declared.query is None else query(declared.query),
+                       name=declared.name if declared.kind == TEMPORARY_VIEW
+                       else full(declared.name))
+    return declared
 
 
 def _declare(graph: PipelineGraph, statement: Statement, declared: Declared,

@@ -31,7 +31,13 @@ from pyspark.errors import ParseException
 from pyspark.sql import SparkSession
 
 from exactly_once.errors import first_line
-from exactly_once.local.catalog.names import quoted
+from exactly_once.local.catalog.names import (
+    DEFAULT_SCHEMA,
+    Namespace,
+    NameSyntaxError,
+    quoted,
+    split,
+)
 from exactly_once.local.engine.sql_parser import quiet_query_context
 from exactly_once.local.graph import sql_auto_cdc
 from exactly_once.local.graph.expectations import DROP, FAIL, WARN, Expectation
@@ -67,10 +73,9 @@ _REFUSED = (
                 re.I | re.S),
      "a CREATE VIEW has no CONSTRAINT ... EXPECT (Databricks: expectations are not supported "
      "on views)"),
-    (re.compile(r"USE\b", re.I),
-     "USE (a file's current catalog or schema for the statements after it) is not supported "
-     "by the local runtime; name another catalog's or schema's tables in full "
-     "(catalog.schema.table)"),
+    (re.compile(r"(?:USE|SET\s+CATALOG)\b", re.I),
+     "the local runtime reads USE CATALOG name and USE [SCHEMA] [catalog.]schema, each name "
+     "as written (not IDENTIFIER(...) or a string)"),
     (re.compile(r"CREATE\s+(?:OR\s+REFRESH\s+)?(?:PRIVATE\s+)?(?:STREAMING\s+TABLE|"
                 r"MATERIALIZED\s+VIEW)\b[^;]*?\bWITH\s+ROW\s+FILTER\b", re.I | re.S),
      "WITH ROW FILTER needs a Unity Catalog function, which the local runtime does not have"),
@@ -120,6 +125,24 @@ class InsertFlow:
 
 
 @dataclass(frozen=True)
+class Use:
+    """USE CATALOG c (or SET CATALOG c) / USE [SCHEMA | DATABASE | NAMESPACE] [c.]s: the
+    file's current catalog and schema for the statements after it, which read a dataset's
+    and a table's name of one or two parts against them
+    (https://docs.databricks.com/aws/en/ldp/target-schema). A catalog alone is its schema
+    `default`, as Databricks' USE CATALOG resets the schema."""
+
+    catalog: str | None
+    schema: str | None
+
+    def applied_to(self, namespace: Namespace) -> Namespace:
+        if self.schema is None:
+            assert self.catalog is not None
+            return Namespace(self.catalog, DEFAULT_SCHEMA)
+        return Namespace(self.catalog or namespace.catalog, self.schema)
+
+
+@dataclass(frozen=True)
 class SetConf:
     """SET key = value: a Spark setting of every flow the file declares after it."""
 
@@ -128,11 +151,20 @@ class SetConf:
 
 
 Declared = Dataset | InsertFlow | AutoCdc | SetConf
+Parsed = Declared | Use
+
+_PARTS = r"(?:`(?:[^`]|``)*`|\w+)(?:\s*\.\s*(?:`(?:[^`]|``)*`|\w+))*"
+_USE_CATALOG = re.compile(rf"(?:USE|SET)\s+CATALOG\s+(?P<name>{_PARTS})\s*$", re.I)
+_USE_SCHEMA = re.compile(rf"USE\s+(?:(?:SCHEMA|DATABASE|NAMESPACE)\s+)?(?P<name>{_PARTS})\s*$",
+                         re.I)
 
 
-def parse(spark: SparkSession, statement: Statement) -> Declared:
+def parse(spark: SparkSession, statement: Statement) -> Parsed:
     """What `statement` declares; its one-line error when the runtime does not run it."""
     blanked = masked(statement.text)
+    use = _use(statement.text, blanked.rstrip().rstrip(";"))
+    if use is not None:
+        return use
     for pattern, message in _REFUSED:
         if pattern.match(blanked):
             raise statement.error(message)
@@ -369,6 +401,28 @@ def _insert_flow(statement: Statement, text: str, plan: Any, extras: _Extras) ->
     return InsertFlow(name=name, target=target, query=query_of(statement, text, insert.query(),
                                                                start),
                       once=extras.once, comment=extras.comment)
+
+
+def _use(text: str, blanked: str) -> Use | None:
+    """The USE statement `text` (`blanked`: masked) is, if it is one in a form the runtime
+    reads."""
+    def name(found: re.Match[str]) -> tuple[str, ...]:
+        return split(text[found.start("name"):found.end("name")])
+
+    found = _USE_CATALOG.match(blanked)
+    try:
+        if found:
+            parts = name(found)
+            return Use(parts[0], None) if len(parts) == 1 else None
+        found = _USE_SCHEMA.match(blanked)
+        if found and found.group("name").lower() not in ("catalog", "schema", "database",
+                                                         "namespace"):
+            parts = name(found)
+            return Use(None, parts[0]) if len(parts) == 1 else \
+                Use(parts[0], parts[1]) if len(parts) == 2 else None
+    except NameSyntaxError:
+        return None
+    return None
 
 
 def _dataset_name(parts: list[str]) -> str:
