@@ -232,20 +232,28 @@ def test_spark_conf_is_the_flow_s(spark, tmp_path):
 
 def test_a_private_table_is_read_by_the_pipeline_and_not_published(spark, settings, tmp_path,
                                                                     in_session, capsys):
-    """`private=True`: not in the session catalog (locally, what publishing means); the
-    pipeline reads it, and `show` previews it as any table of the warehouse."""
+    """`private=True` (`@dp.table`, `create_streaming_table`): not in the session catalog
+    (locally, what publishing means); the pipeline reads it, and `show` previews it as any
+    table of the warehouse."""
     root = pipeline(tmp_path, """
         @dp.table(name="staging", private=True)
         def staging():
             return spark.readStream.schema(ORDERS).json(SOURCE)
 
+        dp.create_streaming_table("landing", private=True)
+
+        @dp.append_flow(target="landing")
+        def land():
+            return spark.readStream.table("staging")
+
         @dp.materialized_view(name="published")
         def published():
-            return spark.read.table("staging").groupBy().count()
+            return spark.read.table("landing").groupBy().count()
         """, SOURCE=source(tmp_path, "first", FIRST), ORDERS=ORDERS)
     warehouse = tmp_path / "wh"
     run_pipeline(spark, settings, warehouse, pipelines_dir=root)
     assert not spark.catalog.tableExists("staging")
+    assert not spark.catalog.tableExists("landing")
     assert spark.table("published").first()["count"] == 3
     assert cli.main(["show", "staging", "--warehouse", str(warehouse)]) == 0
     assert capsys.readouterr().out.startswith("staging: 3 rows (Delta version 1)")

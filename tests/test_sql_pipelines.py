@@ -442,7 +442,7 @@ def test_statements_register_what_the_python_api_registers(spark, tmp_path):
     from exactly_once.local.graph.loader import load_graph
 
     root = write_pipeline(tmp_path, p_sql="""
-        CREATE OR REFRESH STREAMING TABLE t (
+        CREATE OR REFRESH PRIVATE STREAMING TABLE t (
           CONSTRAINT warned EXPECT (id > 0),
           CONSTRAINT dropped EXPECT (id < 10) ON VIOLATION DROP ROW,
           CONSTRAINT failed EXPECT (id <> 5) ON VIOLATION FAIL UPDATE
@@ -460,6 +460,7 @@ def test_statements_register_what_the_python_api_registers(spark, tmp_path):
                                   Expectation("failed", "id <> 5", FAIL))
     assert (table.path, table.source_code_location.filename,
             table.source_code_location.line_number) == ("/tmp/somewhere/t", str(root / "p.sql"), 1)
+    assert table.private  # CREATE PRIVATE STREAMING TABLE: not published
     (flow,) = graph.flows_into("t")
     assert (flow.name, flow.once, flow.comment, flow.source_code_location.line_number) == (
         "f", True, "the backfill", 7)

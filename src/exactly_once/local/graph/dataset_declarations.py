@@ -402,9 +402,10 @@ def create_streaming_table(name: str, *, comment: str | None = None,
                            expect_all: dict[str, str] | None = None,
                            expect_all_or_drop: dict[str, str] | None = None,
                            expect_all_or_fail: dict[str, str] | None = None,
-                           row_filter: str | None = None) -> None:
+                           row_filter: str | None = None, private: bool = False) -> None:
     """A streaming table for flows declared elsewhere (append flows, AUTO CDC); its
-    expectations apply to every flow into it."""
+    expectations apply to every flow into it. `private`: read by the pipeline, not published
+    (Databricks' `create_streaming_table`, `CREATE PRIVATE STREAMING TABLE`)."""
     if not isinstance(name, str):
         raise DeclarationError(f"create_streaming_table: name must be a str, got "
                                f"{type(name).__name__}")
@@ -419,7 +420,7 @@ def create_streaming_table(name: str, *, comment: str | None = None,
         **_table_arguments(declaring, comment=comment, table_properties=table_properties,
                            path=path, partition_cols=partition_cols,
                            cluster_by_auto=cluster_by_auto, cluster_by=cluster_by, schema=schema,
-                           row_filter=row_filter, private=False),
+                           row_filter=row_filter, private=private),
         source_code_location=source_locations.caller(stacklevel=1),
         expectations=tuple(expectations),
         spark_conf=declaring.strings("spark_conf", spark_conf)))

@@ -153,7 +153,8 @@ def _streaming_table(declared: Dataset, conf: dict[str, str], flows: FlowDeclara
         declared.name, comment=declared.comment, table_properties=declared.properties,
         path=declared.path, partition_cols=declared.partition_cols,
         cluster_by=declared.cluster_by, schema=declared.schema, expect_all=rules[WARN] or None,
-        expect_all_or_drop=rules[DROP] or None, expect_all_or_fail=rules[FAIL] or None)
+        expect_all_or_drop=rules[DROP] or None, expect_all_or_fail=rules[FAIL] or None,
+        private=declared.private)
     if declared.query is not None:
         flows.append_flow(target=declared.name, name=declared.name,
                           spark_conf=conf)(_function(declared.query, declared.name, streams=True))

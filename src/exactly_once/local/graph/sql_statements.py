@@ -341,9 +341,6 @@ def _table(statement: Statement, text: str, plan: Any, kind: str, extras: _Extra
             raise statement.error(f"PARTITIONED BY {transform.describe()}: partition by "
                                   "columns", dataset=name)
     streaming = kind != "CreateMaterializedViewAsSelect"
-    if streaming and extras.private:
-        raise statement.error("PRIVATE streaming tables are not supported by the local runtime",
-                              dataset=name)
     query = None if kind == "CreateStreamingTable" else query_of(
         statement, text, plan.query(), query_start(text, str(plan.originalText())))
     return Dataset(
