@@ -408,6 +408,9 @@ REFUSED = {
         "table: cluster_by_auto=True without cluster_by: automatic key selection is Databricks' "
         "predictive optimization, which the local runtime does not have; give the initial keys "
         "with cluster_by"),
+    "another format": (  # pyspark's own argument; Databricks' tables are Delta's
+        table('format="parquet"'),
+        "table: format parquet: a pipeline's tables are Delta tables"),
     "a row filter": (
         table('row_filter="ROW FILTER f ON (id)"'),
         "table: row_filter needs a Unity Catalog function, which the local runtime does not "

@@ -27,6 +27,16 @@ def test_decorators_record_expectations_in_declaration_order():
 
     assert [(e.name, e.action) for e in ex.declared(query)] == [
         ("a", "warn"), ("b", "drop"), ("c", "drop"), ("d", "fail")]
+
+    # By the names Databricks' expectations page gives the arguments.
+    @ex.expect(description="e", constraint="x > 1")
+    @ex.expect_or_drop(description="f", constraint="x > 2")
+    @ex.expect_or_fail(description="g", constraint="x > 3")
+    def named():
+        return None
+
+    assert [(e.name, e.constraint, e.action) for e in ex.declared(named)] == [
+        ("e", "x > 1", "warn"), ("f", "x > 2", "drop"), ("g", "x > 3", "fail")]
     with pytest.raises(ex.ExpectationError, match="below @dp.table"):
         ex.expect("a", "true")(None)
 

@@ -161,6 +161,33 @@ REFUSED = {
         "append_flow: import_checkpoint is not supported by the local runtime"),
     "a name that is not a string": (
         flow_file("name=42"), "events", "events", "append_flow: name must be a string, got 42"),
+    # Beta flows of Databricks' newest reference pages, refused by name rather than missing.
+    "replace_flow": (
+        {"events": HEADER + dedent("""
+            dp.create_streaming_table("events")
+
+            @dp.replace_flow(target="events", replace_using=["id"], sequence_by="seq")
+            def more():
+                return spark.readStream.format("rate").load()
+            """)}, "events", "events",
+        "replace_flow (Beta: a replace flow) is not supported by the local runtime"),
+    "update_flow": (
+        {"events": HEADER + dedent("""
+            dp.create_streaming_table("events")
+
+            @dp.update_flow(target="events")
+            def more():
+                return spark.readStream.format("rate").load()
+            """)}, "events", "events",
+        "update_flow (Beta: an update flow) is not supported by the local runtime"),
+    "a table's replace flow": (
+        {"events": HEADER + dedent("""
+            @dp.table(name="events", replace_using=["id"], sequence_by="seq")
+            def events():
+                return spark.readStream.format("rate").load()
+            """)}, "events", "events",
+        "table: replace_using and sequence_by (Beta: a replace flow) are not supported by the "
+        "local runtime"),
     "spark_conf that is not a dict": (
         flow_file('spark_conf=["a"]'), "events", "events",
         "append_flow: spark_conf must be a dict of Spark settings, got ['a']"),

@@ -151,8 +151,11 @@ def _dataset(function: str, name: object, decorated: object) -> str:
 def _table_arguments(declaring: _Declaring, *, comment: object, table_properties: object,
                      path: object, partition_cols: object, cluster_by_auto: object,
                      cluster_by: object, schema: object, row_filter: object,
-                     private: object) -> dict[str, Any]:
-    """The keyword arguments of a table output, checked; what cannot run locally refused."""
+                     private: object, format: object = None) -> dict[str, Any]:
+    """The keyword arguments of a table output, checked; what cannot run locally refused.
+    `format` is pyspark's own argument: a pipeline's tables are Delta tables."""
+    if format is not None and str(format).lower() != "delta":
+        raise declaring.error(f"format {format}: a pipeline's tables are Delta tables")
     if row_filter is not None:
         raise declaring.error("row_filter needs a Unity Catalog function, which the local "
                               "runtime does not have")
@@ -301,19 +304,26 @@ def table(query_function: QueryFunction | None = None, *, name: str | None = Non
           table_properties: dict[str, str] | None = None, path: str | None = None,
           partition_cols: list[str] | None = None, cluster_by_auto: bool = False,
           cluster_by: list[str] | None = None, schema: StructType | str | None = None,
-          row_filter: str | None = None, private: bool = False) -> Decorator | None:
-    """A streaming table over a streaming query; over a batch query, a materialized view."""
+          row_filter: str | None = None, private: bool = False,
+          replace_using: list[str] | None = None, sequence_by: object = None,
+          format: str | None = None) -> Decorator | None:
+    """A streaming table over a streaming query; over a batch query, a materialized view.
+    `replace_using` and `sequence_by` (Beta: the table with its replace flow) are refused."""
     location = source_locations.caller(stacklevel=1)
 
     def declare(function: QueryFunction) -> None:
         declaring = _Declaring("table", _dataset("table", name, function))
+        if replace_using is not None or sequence_by is not None:
+            raise declaring.error("replace_using and sequence_by (Beta: a replace flow) are "
+                                  "not supported by the local runtime")
         conf = declaring.strings("spark_conf", spark_conf)
         registry = get_active_graph_element_registry()
         registry.register_output(DeclaredStreamingTable(
             **_table_arguments(declaring, comment=comment, table_properties=table_properties,
                                path=path, partition_cols=partition_cols,
                                cluster_by_auto=cluster_by_auto, cluster_by=cluster_by,
-                               schema=schema, row_filter=row_filter, private=private),
+                               schema=schema, row_filter=row_filter, private=private,
+                               format=format),
             source_code_location=location, query_decides_kind=True))
         registry.register_flow(_flow(declaring.dataset, conf, location, function))
 
@@ -327,7 +337,7 @@ def materialized_view(query_function: QueryFunction | None = None, *, name: str 
                       cluster_by: list[str] | None = None,
                       schema: StructType | str | None = None, refresh_policy: str | None = None,
                       row_filter: str | None = None,
-                      private: bool = False) -> Decorator | None:
+                      private: bool = False, format: str | None = None) -> Decorator | None:
     """A materialized view: recomputed in full at each update, which is what the refresh
     policies `auto` (the default) and `full` allow."""
     location = source_locations.caller(stacklevel=1)
@@ -350,7 +360,8 @@ def materialized_view(query_function: QueryFunction | None = None, *, name: str 
             **_table_arguments(declaring, comment=comment, table_properties=table_properties,
                                path=path, partition_cols=partition_cols,
                                cluster_by_auto=cluster_by_auto, cluster_by=cluster_by,
-                               schema=schema, row_filter=row_filter, private=private),
+                               schema=schema, row_filter=row_filter, private=private,
+                               format=format),
             refresh_policy=str(refresh_policy or "auto").lower(),
             source_code_location=location))
         registry.register_flow(_flow(declaring.dataset, conf, location, function))
@@ -402,7 +413,8 @@ def create_streaming_table(name: str, *, comment: str | None = None,
                            expect_all: dict[str, str] | None = None,
                            expect_all_or_drop: dict[str, str] | None = None,
                            expect_all_or_fail: dict[str, str] | None = None,
-                           row_filter: str | None = None, private: bool = False) -> None:
+                           row_filter: str | None = None, private: bool = False,
+                           format: str | None = None) -> None:
     """A streaming table for flows declared elsewhere (append flows, AUTO CDC); its
     expectations apply to every flow into it. `private`: read by the pipeline, not published
     (Databricks' `create_streaming_table`, `CREATE PRIVATE STREAMING TABLE`)."""
@@ -420,7 +432,7 @@ def create_streaming_table(name: str, *, comment: str | None = None,
         **_table_arguments(declaring, comment=comment, table_properties=table_properties,
                            path=path, partition_cols=partition_cols,
                            cluster_by_auto=cluster_by_auto, cluster_by=cluster_by, schema=schema,
-                           row_filter=row_filter, private=private),
+                           row_filter=row_filter, private=private, format=format),
         source_code_location=source_locations.caller(stacklevel=1),
         expectations=tuple(expectations),
         spark_conf=declaring.strings("spark_conf", spark_conf)))

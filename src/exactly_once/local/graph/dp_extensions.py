@@ -37,6 +37,8 @@ def installed(graph: PipelineGraph) -> Iterator[None]:
         "create_auto_cdc_from_snapshot_flow": from_snapshot,
         "apply_changes_from_snapshot": from_snapshot,  # its legacy DLT name
         "append_flow": flows.append_flow,
+        "replace_flow": flows.replace_flow,  # Beta: refused by name
+        "update_flow": flows.update_flow,
         "create_sink": flows.create_sink,
         "foreach_batch_sink": flows.foreach_batch_sink,
         "on_event_hook": event_hooks.on_event_hook(graph.register_event_hook),

@@ -109,16 +109,16 @@ def _all(expectations: Mapping[str, str], action: str) -> Decorator:
     return _decorator([Expectation(n, c, action) for n, c in expectations.items()])
 
 
-def expect(name: str, constraint: str) -> Decorator:
-    return _one(name, constraint, WARN)
+def expect(description: str, constraint: str) -> Decorator:
+    return _one(description, constraint, WARN)
 
 
-def expect_or_drop(name: str, constraint: str) -> Decorator:
-    return _one(name, constraint, DROP)
+def expect_or_drop(description: str, constraint: str) -> Decorator:
+    return _one(description, constraint, DROP)
 
 
-def expect_or_fail(name: str, constraint: str) -> Decorator:
-    return _one(name, constraint, FAIL)
+def expect_or_fail(description: str, constraint: str) -> Decorator:
+    return _one(description, constraint, FAIL)
 
 
 def expect_all(expectations: Mapping[str, str]) -> Decorator:

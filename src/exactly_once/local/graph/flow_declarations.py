@@ -113,6 +113,18 @@ class FlowDeclarations:
 
         return outer
 
+    @staticmethod
+    def replace_flow(*, target: str, **_: Any) -> Callable[[QueryFunction], None]:
+        """Databricks' `@dp.replace_flow` (Beta): refused, by name."""
+        raise DeclarationError("replace_flow (Beta: a replace flow) is not supported by the "
+                               "local runtime", dataset=target)
+
+    @staticmethod
+    def update_flow(*, target: str, **_: Any) -> Callable[[QueryFunction], None]:
+        """Databricks' `@dp.update_flow` (Beta): refused, by name."""
+        raise DeclarationError("update_flow (Beta: an update flow) is not supported by the "
+                               "local runtime", dataset=target)
+
     def foreach_batch_sink(self, handler: Callable[[DataFrame, int], object] | None = None, *,
                            name: str | None = None) -> Any:
         """`@dp.foreach_batch_sink(name=...)` (or bare): the sink named `name`, else by the
