@@ -525,6 +525,6 @@ def test_a_pipeline_publishes_datasets_to_other_schemas_and_catalogs(in_session,
         "WHERE total_fare > 10;\n")
     expected = ("src/view.sql:1: dataset `reports.gold.big_fares`: a view published in another "
                 "catalog (reports) than the pipeline's (main): the local runtime publishes "
-                "views in the Spark session's catalog, which holds one; name it in main")
+                "views in the Spark session's catalog, which is the pipeline's; name it in main")
     code, out, err = exactly_once(capsys, "dry-run")
     assert code == 1 and one_error(err) == expected, err

@@ -127,4 +127,3 @@ class Namespace:
                                                              self.schema.lower()):
             return table.name
         return None
-

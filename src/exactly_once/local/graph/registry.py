@@ -126,7 +126,8 @@ class PipelineGraph(GraphElementRegistry):
             raise DeclarationError(
                 f"a view published in another catalog ({table.catalog}) than the pipeline's "
                 f"({self.namespace.catalog}): the local runtime publishes views in the Spark "
-                f"session's catalog, which holds one; name it in {self.namespace.catalog}",
+                f"session's catalog, which is the pipeline's; name it in "
+                f"{self.namespace.catalog}",
                 dataset=name, file=self.loading)
         return own
 

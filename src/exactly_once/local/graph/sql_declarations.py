@@ -41,9 +41,9 @@ from exactly_once.local.graph.sql_statements import (
     Declared,
     InsertFlow,
     SetConf,
-    Use,
     parse,
 )
+from exactly_once.local.graph.sql_use import Use
 
 _EXPECT = {WARN: expectations.expect, DROP: expectations.expect_or_drop,
            FAIL: expectations.expect_or_fail}

@@ -31,19 +31,14 @@ from pyspark.errors import ParseException
 from pyspark.sql import SparkSession
 
 from exactly_once.errors import first_line
-from exactly_once.local.catalog.names import (
-    DEFAULT_SCHEMA,
-    Namespace,
-    NameSyntaxError,
-    quoted,
-    split,
-)
+from exactly_once.local.catalog.names import quoted
 from exactly_once.local.engine.sql_parser import quiet_query_context
-from exactly_once.local.graph import sql_auto_cdc
+from exactly_once.local.graph import sql_auto_cdc, sql_use
 from exactly_once.local.graph.expectations import DROP, FAIL, WARN, Expectation
 from exactly_once.local.graph.sql_auto_cdc import AutoCdc
 from exactly_once.local.graph.sql_files import Statement, closing, masked
 from exactly_once.local.graph.sql_queries import Query, query_of, query_start
+from exactly_once.local.graph.sql_use import Use
 
 STREAMING_TABLE, MATERIALIZED_VIEW, TEMPORARY_VIEW = ("streaming table", "materialized view",
                                                       "temporary view")
@@ -125,24 +120,6 @@ class InsertFlow:
 
 
 @dataclass(frozen=True)
-class Use:
-    """USE CATALOG c (or SET CATALOG c) / USE [SCHEMA | DATABASE | NAMESPACE] [c.]s: the
-    file's current catalog and schema for the statements after it, which read a dataset's
-    and a table's name of one or two parts against them
-    (https://docs.databricks.com/aws/en/ldp/target-schema). A catalog alone is its schema
-    `default`, as Databricks' USE CATALOG resets the schema."""
-
-    catalog: str | None
-    schema: str | None
-
-    def applied_to(self, namespace: Namespace) -> Namespace:
-        if self.schema is None:
-            assert self.catalog is not None
-            return Namespace(self.catalog, DEFAULT_SCHEMA)
-        return Namespace(self.catalog or namespace.catalog, self.schema)
-
-
-@dataclass(frozen=True)
 class SetConf:
     """SET key = value: a Spark setting of every flow the file declares after it."""
 
@@ -153,16 +130,12 @@ class SetConf:
 Declared = Dataset | InsertFlow | AutoCdc | SetConf
 Parsed = Declared | Use
 
-_PARTS = r"(?:`(?:[^`]|``)*`|\w+)(?:\s*\.\s*(?:`(?:[^`]|``)*`|\w+))*"
-_USE_CATALOG = re.compile(rf"(?:USE|SET)\s+CATALOG\s+(?P<name>{_PARTS})\s*$", re.I)
-_USE_SCHEMA = re.compile(rf"USE\s+(?:(?:SCHEMA|DATABASE|NAMESPACE)\s+)?(?P<name>{_PARTS})\s*$",
-                         re.I)
 
 
 def parse(spark: SparkSession, statement: Statement) -> Parsed:
     """What `statement` declares; its one-line error when the runtime does not run it."""
     blanked = masked(statement.text)
-    use = _use(statement.text, blanked.rstrip().rstrip(";"))
+    use = sql_use.parse(statement.text, blanked.rstrip().rstrip(";"))
     if use is not None:
         return use
     for pattern, message in _REFUSED:
@@ -398,28 +371,6 @@ def _insert_flow(statement: Statement, text: str, plan: Any, extras: _Extras) ->
     return InsertFlow(name=name, target=target, query=query_of(statement, text, insert.query(),
                                                                start),
                       once=extras.once, comment=extras.comment)
-
-
-def _use(text: str, blanked: str) -> Use | None:
-    """The USE statement `text` (`blanked`: masked) is, if it is one in a form the runtime
-    reads."""
-    def name(found: re.Match[str]) -> tuple[str, ...]:
-        return split(text[found.start("name"):found.end("name")])
-
-    found = _USE_CATALOG.match(blanked)
-    try:
-        if found:
-            parts = name(found)
-            return Use(parts[0], None) if len(parts) == 1 else None
-        found = _USE_SCHEMA.match(blanked)
-        if found and found.group("name").lower() not in ("catalog", "schema", "database",
-                                                         "namespace"):
-            parts = name(found)
-            return Use(None, parts[0]) if len(parts) == 1 else \
-                Use(parts[0], parts[1]) if len(parts) == 2 else None
-    except NameSyntaxError:
-        return None
-    return None
 
 
 def _dataset_name(parts: list[str]) -> str:

@@ -309,6 +309,8 @@ def _session_identifier(spark: SparkSession, name: str) -> str | None:
     `catalog.schema.name`) as the session catalog's table: `` `name` `` in its current schema,
     `` `schema`.`name` `` in another; None for another catalog's, which only the local catalog
     holds. Spark's parser splits it, as it splits the name when a query reads it."""
+    if "." not in name and "`" not in name:  # one part: no round trip to the JVM
+        return f"`{name}`"
     try:
         seq = spark._jsparkSession.sessionState().sqlParser().parseMultipartIdentifier(name)
         parts = [str(seq.apply(i)) for i in range(seq.length())]
