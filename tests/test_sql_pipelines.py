@@ -337,6 +337,12 @@ REFUSED = {
                        "`USE SCHEMA IDENTIFIER('other')`: the local runtime reads USE CATALOG "
                        "name and USE [SCHEMA] [catalog.]schema, each name as written (not "
                        "IDENTIFIER(...) or a string)"),
+    # Databricks' newer (Beta) clause of a streaming table's own flow: named, with what to write.
+    "flow_clause": ("CREATE OR REFRESH STREAMING TABLE t\nFLOW AUTO CDC FROM STREAM(s) KEYS (id) "
+                    "SEQUENCE BY seq;", 1,
+                    "`CREATE OR REFRESH STREAMING TABLE t ...`: a streaming table's FLOW clause "
+                    "(Beta) is not supported by the local runtime; declare the table, then its "
+                    "flow: CREATE FLOW t AS INSERT INTO t BY NAME ... or AUTO CDC INTO t ..."),
     "missing_parameter": ("CREATE MATERIALIZED VIEW m AS\nSELECT ${nowhere.key} AS x;", 1,
                           "`CREATE MATERIALIZED VIEW m AS SELECT ...`: ${nowhere.key} is not "
                           "set in the pipeline configuration"),

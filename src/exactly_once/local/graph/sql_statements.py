@@ -85,6 +85,10 @@ _UNSUPPORTED = (
      "the local runtime does not have; give the keys with CLUSTER BY (columns)"),
     (re.compile(r"\bMASK\b", re.I),
      "column masks (MASK) need Unity Catalog functions, which the local runtime does not have"),
+    (re.compile(r"\bFLOW\s+(?:INSERT|AUTO\s+CDC|REPLACE\s+WHERE)\b", re.I),
+     "a streaming table's FLOW clause (Beta) is not supported by the local runtime; declare "
+     "the table, then its flow: CREATE FLOW t AS INSERT INTO t BY NAME ... or AUTO CDC INTO "
+     "t ..."),
     (re.compile(r"\b(?:PRIMARY|FOREIGN)\s+KEY\b", re.I),
      "PRIMARY KEY and FOREIGN KEY constraints are Unity Catalog's, which the local runtime does "
      "not have"),
