@@ -1,5 +1,5 @@
 """Benchmark: a new warehouse's update in a warm session, its tables' names in the session
-catalog moved to it by changing each entry's location (`warehouse._point_at`, what an update
+catalog moved to it by changing each entry's location (`session_entries.point_at`, what an update
 does) or by DROP TABLE and CREATE TABLE ... LOCATION (what it did before: each loads the
 table through Delta's catalog).
 
@@ -32,19 +32,19 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=8)
     args = parser.parse_args()
 
-    from exactly_once.local.storage import warehouse
+    from exactly_once.local.storage import session_entries
     from exactly_once.settings.pipeline import load_settings
 
     work = Path(tempfile.mkdtemp(prefix="catalog-entries-bench-"))
     spark = suite_session(work)
     settings = load_settings("local", overrides={
         "exactly_once.source": f"file:{write_tiny_dump(work / 'stream.jsonl')}"})
-    ways = {"location": warehouse._point_at, "drop+create": lambda *_: False}
+    ways = {"location": session_entries.point_at, "drop+create": lambda *_: False}
     updates = 0
 
     def update(way: str) -> tuple[float, float]:
         nonlocal updates
-        warehouse._point_at = ways[way]
+        session_entries.point_at = ways[way]
         target, updates = work / f"warehouse-{updates}", updates + 1
         return timed_update(spark, settings, target)
 
@@ -58,7 +58,7 @@ def main() -> None:
             wall, cpu = update(way)
             found[way].append((wall, cpu))
             print(f"  {way:11s}  {wall:6.2f} s  JVM CPU {cpu:6.2f} s", flush=True)
-    warehouse._point_at = ways["location"]
+    session_entries.point_at = ways["location"]
     spark.stop()
     shutil.rmtree(work)
     for i, measure in enumerate(("wall s", "JVM CPU s")):

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from exactly_once.errors import GraphError
-from exactly_once.local.storage import delta_log, table_definition
+from exactly_once.local.storage import delta_log, session_entries, table_definition
 from exactly_once.local.storage.delta_log import is_delta_table
 from exactly_once.local.storage.files import StoragePath, location, remove_tree, write_atomic
 from exactly_once.local.storage.table_definition import TableDefinition
@@ -218,18 +218,18 @@ class Warehouse:
         if definition is not None and definition.private:
             self._unregister(spark, name)
             return
-        table = _session_identifier(spark, name)
+        table = session_entries.identifier(spark, name)
         if table is None:  # another catalog's: the local catalog names it (update.py)
             return
-        registered = _registered_entry(spark, table)
+        registered = session_entries.registered_entry(spark, table)
         if registered is not None and registered.location == where:
             return
-        if registered is not None and _point_at(spark, registered, where):
+        if registered is not None and session_entries.point_at(spark, registered, where):
             return
         if registered is not None:
             spark.sql(f"DROP TABLE IF EXISTS {table}")
-        spark.sql(f"CREATE TABLE IF NOT EXISTS {_in_its_schema(spark, table)} USING DELTA "
-                  f"LOCATION '{where}'")
+        entry = session_entries.in_its_schema(spark, table)
+        spark.sql(f"CREATE TABLE IF NOT EXISTS {entry} USING DELTA LOCATION '{where}'")
 
     @staticmethod
     def publish_view(spark: SparkSession, name: str, definition: str, comment: str | None,
@@ -239,17 +239,18 @@ class Warehouse:
         clauses = [] if comment is None else [f"COMMENT {table_definition.sql_literal(comment)}"]
         if properties:
             clauses.append(f"TBLPROPERTIES {table_definition.sql_properties(properties)}")
-        view = _session_identifier(spark, name)
+        view = session_entries.identifier(spark, name)
         assert view is not None, name  # a view of another catalog is refused (registry.py)
-        spark.sql(f"CREATE OR REPLACE VIEW {_in_its_schema(spark, view)} {' '.join(clauses)} "
-                  f"AS {definition}")
+        spark.sql(f"CREATE OR REPLACE VIEW {session_entries.in_its_schema(spark, view)} "
+                  f"{' '.join(clauses)} AS {definition}")
 
     def _unregister(self, spark: SparkSession, name: str) -> None:
         """Drop the session catalog's entry of `name` if it points at this warehouse's table;
         anything else of that name is not the pipeline's to drop."""
-        table = _session_identifier(spark, name)
+        table = session_entries.identifier(spark, name)
         try:
-            registered = None if table is None else _registered_entry(spark, table)
+            registered = None if table is None \
+                else session_entries.registered_entry(spark, table)
         except GraphError:  # the catalog's own table of that name
             return
         if registered is not None and registered.location == str(self.table_path(name).resolve()):
@@ -302,88 +303,6 @@ class Warehouse:
                          self.auto_cdc_rejected_path(name),
                          *(self.checkpoint_path(flow) for flow in flows)]:
                 remove_tree(path)
-
-
-def _session_identifier(spark: SparkSession, name: str) -> str | None:
-    """A dataset's name (`catalog/names.py`'s `dataset_key`: `name`, `schema.name` or
-    `catalog.schema.name`) as the session catalog's table: `` `name` `` in its current schema,
-    `` `schema`.`name` `` in another; None for another catalog's, which only the local catalog
-    holds. Spark's parser splits it, as it splits the name when a query reads it."""
-    if "." not in name and "`" not in name:  # one part: no round trip to the JVM
-        return f"`{name}`"
-    try:
-        seq = spark._jsparkSession.sessionState().sqlParser().parseMultipartIdentifier(name)
-        parts = [str(seq.apply(i)) for i in range(seq.length())]
-    except Exception:  # noqa: BLE001 - not a name of parts (a ParseException): one part
-        parts = [name]
-    if len(parts) > 2:
-        return None
-    return ".".join(f"`{p.replace('`', '``')}`" for p in parts)
-
-
-def _in_its_schema(spark: SparkSession, table: str) -> str:
-    """`table` (`_session_identifier`'s), its schema made first when it names one: an update
-    makes the schemas its datasets name, as Databricks' does."""
-    if table.count("`.`") == 1:
-        spark.sql(f"CREATE SCHEMA IF NOT EXISTS {table.rsplit('`.`', 1)[0]}`")
-    return table
-
-
-@dataclass(frozen=True)
-class _CatalogEntry:
-    """The session catalog's entry of a name: the catalog, the name as it parsed, the entry
-    (py4j objects), and where it points."""
-
-    catalog: Any
-    identifier: Any
-    table: Any
-    location: str  # a path, `file:` dropped: as `where` is written
-
-
-def _registered_entry(spark: SparkSession, name: str) -> _CatalogEntry | None:
-    """The session catalog's entry of `name` (`_session_identifier`'s; None if unknown), read
-    from the catalog's own metadata: no query, no Delta snapshot (a tenth of the cost of
-    CREATE TABLE IF NOT EXISTS).
-    A managed table of that name is the user's own: refused, since dropping it deletes it."""
-    state = spark._jsparkSession.sessionState()  # no public API says where a table points
-    catalog, identifier = state.catalog(), state.sqlParser().parseTableIdentifier(name)
-    if not catalog.tableExists(identifier):
-        return None
-    table = catalog.getTableRawMetadata(identifier)
-    kind = table.tableType().name()
-    if kind != "EXTERNAL":
-        raise GraphError(f"the session catalog has a {kind.lower()} table {name} of its own; "
-                         "the pipeline's table of that name cannot be registered over it")
-    # As a path, not a URI: `where` it is compared with is not escaped (spaces, say).
-    jvm: Any = spark._jvm
-    location = str(jvm.org.apache.hadoop.fs.Path(table.location()).toString())
-    return _CatalogEntry(catalog, identifier, table, location.removeprefix("file:"))
-
-
-def _point_at(spark: SparkSession, entry: _CatalogEntry, where: str) -> bool:
-    """Point the session catalog's external table `entry` at `where` by changing its location
-    alone. DROP TABLE and CREATE TABLE ... LOCATION (`register`'s other way) each load the
-    table through Delta's catalog, about 70 ms of the JVM's CPU a table, while the entry of a
-    Delta table holds no schema or properties (Delta reads them from the log), only its
-    location. False, nothing done, when the entry is not such a Delta table's (a user's table
-    of another format), or when the session caches a query (DROP TABLE uncaches what read the
-    old table)."""
-    jvm: Any = spark._jvm  # no public API moves an entry
-    if not spark._jsparkSession.sharedState().cacheManager().isEmpty():
-        return False
-    table = entry.table
-    provider, storage = table.provider(), table.storage()
-    # Delta's entry in the in-memory catalog: no schema, no storage properties (a Hive
-    # metastore's would name the old path again in `path`).
-    if provider.isEmpty() or provider.get().lower() != "delta" or table.schema().size() > 0 \
-            or not storage.properties().isEmpty():
-        return False
-    location = jvm.scala.Option.apply(jvm.org.apache.hadoop.fs.Path(where).toUri())
-    entry.catalog.alterTable(table.withNewStorage(
-        location, storage.inputFormat(), storage.outputFormat(), storage.compressed(),
-        storage.serde(), storage.properties(), storage.serdeName()))
-    entry.catalog.invalidateCachedTable(entry.identifier)
-    return True
 
 
 def create_empty_table(spark: SparkSession, path: str, schema: StructType,
