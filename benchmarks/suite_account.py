@@ -276,6 +276,32 @@ def _first_match(command: str, kinds: tuple[tuple[str, str], ...], otherwise: st
 _sampler: CpuSampler | None = None
 
 
+def pytest_configure(config) -> None:  # noqa: ANN001, ARG001 - pytest's hook
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        _watch_updates()
+
+
+def _watch_updates() -> None:
+    """In a worker, each in-process pipeline update's window: the test it ran in, whether its
+    warehouse was new (no event log yet), its start and stop. The account reads the worker's
+    CPU across these windows: what the suite's updates cost, against everything else."""
+    from exactly_once.local.execution.update import PipelineUpdate
+
+    run = PipelineUpdate.run
+
+    def timed(self, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202 - run's own
+        new = not self.warehouse.event_log_path().exists()
+        began = time.time()
+        try:
+            return run(self, *args, **kwargs)
+        finally:
+            _record({"update": os.environ.get("PYTEST_CURRENT_TEST", "?").rsplit(" (", 1)[0],
+                     "new warehouse": new, "pid": os.getpid(), "start": began,
+                     "stop": time.time()})
+
+    PipelineUpdate.run = timed  # type: ignore[method-assign]
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist starts its workers
 def pytest_sessionstart(session) -> None:  # noqa: ANN001, ARG001 - pytest's hook
     global _sampler
@@ -381,6 +407,27 @@ def cpu_per_test(path: str, rows: list[dict]) -> tuple[dict[str, tuple[float, fl
     return found, outlived
 
 
+def updates_of(path: str) -> dict[str, dict[str, float]]:
+    """The workers' in-process updates, new warehouses' and the others': how many, their wall
+    seconds, and the CPU of their worker's Python and Spark session across their windows."""
+    account = cpu_of(path)
+    series = {int(pid): points for pid, points in account.get("series", {}).items() if points}
+
+    def at(pid: int, moment: float) -> float:
+        points = series.get(pid, [])
+        index = bisect.bisect_right([t for t, _ in points], moment)
+        return points[max(index - 1, 0)][1] if points else 0.0
+
+    found: dict[str, dict[str, float]] = {}
+    for row in (r for r in _rows(path) if "update" in r and int(r["pid"]) in series):
+        kind = found.setdefault("a new warehouse" if row["new warehouse"] else "an existing one",
+                                {"updates": 0, "wall": 0.0, "cpu": 0.0})
+        kind["updates"] += 1
+        kind["wall"] += row["stop"] - row["start"]
+        kind["cpu"] += at(int(row["pid"]), row["stop"]) - at(int(row["pid"]), row["start"])
+    return found
+
+
 def names_at(commit: str) -> set[str]:
     found = subprocess.run(["git", "grep", "-h", "-o", "-E", r"^(async )?def test_\w+", commit,
                             "--", "tests"], capture_output=True, text=True, cwd=REPO).stdout
@@ -422,6 +469,16 @@ def main() -> None:
         print("  the workers' Spark sessions, by thread:")
         for name, seconds in sorted(threads.items(), key=lambda item: -item[1])[:12]:
             print(f"    {seconds / 60:6.1f} min  {name}")
+        workers = sum(points[-1][1] - points[0][1] for points in cpu["series"].values()
+                      if points)
+        updates = updates_of(args.run)
+        if updates:
+            print(f"the workers' Python and Spark sessions: {workers / 60:.1f} CPU-minutes, of "
+                  f"them in their in-process updates:")
+            for kind, seen in updates.items():
+                print(f"  {seen['cpu'] / 60:6.1f} min {100 * seen['cpu'] / workers:5.1f}%  "
+                      f"{int(seen['updates'])} updates of {kind}, "
+                      f"{seen['wall'] / 60:.1f} minutes of wall")
     files = per_file(rows)
     base = per_file(read(args.baseline)) if args.baseline else {}
     common = set(files) & set(base)

@@ -2,10 +2,10 @@
 replayed as the cheapest write Delta has, a blind append of as many rows into a table of the
 same columns, in the same warm session.
 
-    .venv/bin/python benchmarks/write_floor_bench.py [--rounds 6]
+    .venv/bin/python benchmarks/write_floor_bench.py [--rounds 6] [--new [--events 30]]
 
-A warehouse built from a 1,000-event history (`_common.history_warehouse`) and two warm-up
-updates; then each round is
+A warehouse built from a 1,000-event history (`_common.history_warehouse`) and three warm-up
+rounds; then each round is
 1. an update of ~80 new events of both topics (the user's loop), measured: wall, driver JVM CPU,
    Spark jobs, and the commits it made (each Delta table's new versions under the warehouse:
    its operation and the rows it wrote, from the commit's `operationMetrics`);
@@ -16,6 +16,10 @@ The floor keeps nothing the pipeline needs beyond the commits' count and size: n
 query, no MERGE or replace, no row tracking, no AUTO CDC plan, one thread. Its CPU over the
 machine's cores is what any runtime that writes these tables to Delta 4.4 spends at least; its
 wall is that spent on one core, the longest a chain of these commits could take.
+
+`--new`: each round is instead a new warehouse's first update over one small feed (`--events`
+generated events, `_common.feed_settings`), what most of the suite's tests run. In either, a
+commit of metadata alone (a table's creation, a column added) counts as nothing in the floor.
 """
 
 from __future__ import annotations
@@ -29,8 +33,20 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import commit, counted_update, history_warehouse, jvm_cpu, newest_job
+from _common import (
+    commit,
+    counted_update,
+    driver_pid,
+    feed_settings,
+    history_warehouse,
+    jvm_cpu,
+    newest_job,
+    suite_session,
+)
 
+# Commits that write no data file: the floor counts them as nothing.
+METADATA_ONLY = frozenset({"CREATE TABLE", "CREATE OR REPLACE TABLE", "ADD COLUMNS",
+                           "CHANGE COLUMN", "SET TBLPROPERTIES"})
 ROW_METRICS = ("numOutputRows", "numAddedRows", "numTargetRowsInserted")
 
 
@@ -63,19 +79,44 @@ def latest_versions(warehouse: Path) -> dict[Path, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=6)
+    parser.add_argument("--new", action="store_true",
+                        help="each round a new warehouse's first update, as most tests run")
+    parser.add_argument("--events", type=int, default=30, help="--new: the feed's events")
     args = parser.parse_args()
 
-    work = Path(tempfile.mkdtemp(prefix="write-floor-bench-"))
-    spark, pid, feed, settings = history_warehouse(work)
-    warehouse = work / "warehouse"
-    seeds = itertools.count(1)
-    for _ in range(2):
-        counted_update(spark, pid, feed, settings, warehouse, next(seeds), "warm-up")
+    from exactly_once.local.execution.pipeline import run_pipeline
 
-    def floor_of(made: list[tuple[float, Path, str, int]]) -> list[tuple[str, Any]]:
-        """(scratch table, the rows of its append), read before the clock starts."""
+    work = Path(tempfile.mkdtemp(prefix="write-floor-bench-"))
+    if args.new:
+        spark = suite_session(work)
+        pid, settings, feed = driver_pid(spark), feed_settings(work, args.events), None
+    else:
+        spark, pid, feed, settings = history_warehouse(work)
+    rounds = itertools.count(1)
+
+    def update(side: str) -> tuple[float, float, int, Path, list]:
+        """One measured update: wall, JVM CPU, Spark jobs, its warehouse and its commits."""
+        first, number = newest_job(spark), next(rounds)
+        if args.new:
+            warehouse = work / f"new{number}"
+            cpu, began = jvm_cpu(pid), time.monotonic()
+            run_pipeline(spark, settings, warehouse)
+            wall, cpu = time.monotonic() - began, jvm_cpu(pid) - cpu
+            before: dict[Path, int] = {}
+        else:
+            warehouse = work / "warehouse"
+            before = latest_versions(warehouse)
+            wall, cpu = counted_update(spark, pid, feed, settings, warehouse, number, side)
+        return wall, cpu, newest_job(spark) - first, warehouse, commits_since(warehouse, before)
+
+    def floor_of(warehouse: Path, made: list) -> list[tuple[str, Any]]:
+        """(scratch table, the rows of its append), read before the clock starts. A commit of
+        metadata alone (a table's creation, which the runtime writes as a copy of a template,
+        storage/table_templates.py; a column added) counts as nothing."""
         appends = []
-        for _, table, _, rows in made:
+        for _, table, operation, rows in made:
+            if operation in METADATA_ONLY:
+                continue
             source = spark.read.format("delta").load(str(table))
             held = spark.createDataFrame(source.limit(max(rows, 1)).collect(), source.schema)
             appends.append((str(work / "floor" / table.relative_to(warehouse)), held))
@@ -91,19 +132,16 @@ def main() -> None:
 
     # The warm-up's commits make the scratch tables, so that every measured append is to a
     # table that exists, as an update's are.
-    before = latest_versions(warehouse)
-    counted_update(spark, pid, feed, settings, warehouse, next(seeds), "warm-up")
-    run_floor(floor_of(commits_since(warehouse, before)))
+    for _ in range(3):
+        *_, warehouse, made = update("warm-up")
+        run_floor(floor_of(warehouse, made))
 
-    print(f"commit {commit()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")
+    print(f"commit {commit()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}, "
+          + (f"new warehouses of {args.events} events" if args.new else "an existing warehouse"))
     updates, floors = [], []
     for _ in range(args.rounds):
-        before = latest_versions(warehouse)
-        first = newest_job(spark)
-        wall, cpu = counted_update(spark, pid, feed, settings, warehouse, next(seeds), "update")
-        jobs = newest_job(spark) - first
-        made = commits_since(warehouse, before)
-        floor = run_floor(floor_of(made))
+        wall, cpu, jobs, warehouse, made = update("update")
+        floor = run_floor(floor_of(warehouse, made))
         updates.append((wall, cpu, jobs))
         floors.append(floor)
         print(f"update {wall:5.2f} s, JVM CPU {cpu:5.2f} s, {jobs} jobs, {len(made)} commits "
@@ -121,7 +159,6 @@ def main() -> None:
     print(f"the floor's JVM CPU over {cores} cores: {floor_cpu / cores:.2f} s of wall at least; "
           f"load at the end {os.getloadavg()[0]:.1f}")
     spark.stop()
-
 
 if __name__ == "__main__":
     main()
