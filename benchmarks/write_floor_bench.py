@@ -20,6 +20,12 @@ wall is that spent on one core, the longest a chain of these commits could take.
 `--new`: each round is instead a new warehouse's first update over one small feed (`--events`
 generated events, `_common.feed_settings`), what most of the suite's tests run. In either, a
 commit of metadata alone (a table's creation, a column added) counts as nothing in the floor.
+
+`--stream 200000 --rounds 1`: issue 58's throughput target. The update reads the `throughput`
+part's stream (`_common.stream_records`: 20% duplicates, 10% out of order, 1% malformed) into a
+new warehouse, after a warm-up of 2,000 events; then, as processes, a bare session's start and
+stop and the raw append of the same file (`update_cost_bench.py`'s). A pipeline process takes at
+least the bare session and its commits' floor, so raw / pipeline cannot pass raw / that sum.
 """
 
 from __future__ import annotations
@@ -30,10 +36,12 @@ import os
 import statistics
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from _common import (
+    REPO,
     commit,
     counted_update,
     driver_pid,
@@ -41,9 +49,14 @@ from _common import (
     history_warehouse,
     jvm_cpu,
     newest_job,
+    stream_records,
     suite_session,
 )
 
+from exactly_once.kafka.kcat import write_kcat_jsonl
+
+# Rows read into the driver before the clock starts; more are held in Spark's block manager.
+HELD_IN_THE_DRIVER = 20_000
 # Commits that write no data file: the floor counts them as nothing.
 METADATA_ONLY = frozenset({"CREATE TABLE", "CREATE OR REPLACE TABLE", "ADD COLUMNS",
                            "CHANGE COLUMN", "SET TBLPROPERTIES"})
@@ -82,22 +95,35 @@ def main() -> None:
     parser.add_argument("--new", action="store_true",
                         help="each round a new warehouse's first update, as most tests run")
     parser.add_argument("--events", type=int, default=30, help="--new: the feed's events")
+    parser.add_argument("--stream", type=int, metavar="EVENTS",
+                        help="new warehouses' updates of the throughput part's stream of EVENTS "
+                             "events, against its raw append and a bare session, as processes")
     args = parser.parse_args()
 
     from exactly_once.local.execution.pipeline import run_pipeline
+    from exactly_once.settings.pipeline import load_settings
 
     work = Path(tempfile.mkdtemp(prefix="write-floor-bench-"))
-    if args.new:
+    streams = {}
+    if args.stream:  # warmed up on a small stream of the same shape
+        for name, events in (("warm-up", 2_000), ("update", args.stream)):
+            streams[name] = work / f"stream_{events}.jsonl"
+            write_kcat_jsonl(streams[name], stream_records(events))
+    if args.new or args.stream:
         spark = suite_session(work)
         pid, settings, feed = driver_pid(spark), feed_settings(work, args.events), None
     else:
         spark, pid, feed, settings = history_warehouse(work)
     rounds = itertools.count(1)
+    cores = os.cpu_count() or 1
 
     def update(side: str) -> tuple[float, float, int, Path, list]:
         """One measured update: wall, JVM CPU, Spark jobs, its warehouse and its commits."""
+        nonlocal settings
         first, number = newest_job(spark), next(rounds)
-        if args.new:
+        if streams:
+            settings = replace(load_settings("local"), source=f"file:{streams[side]}")
+        if args.new or args.stream:
             warehouse = work / f"new{number}"
             cpu, began = jvm_cpu(pid), time.monotonic()
             run_pipeline(spark, settings, warehouse)
@@ -117,8 +143,9 @@ def main() -> None:
         for _, table, operation, rows in made:
             if operation in METADATA_ONLY:
                 continue
-            source = spark.read.format("delta").load(str(table))
-            held = spark.createDataFrame(source.limit(max(rows, 1)).collect(), source.schema)
+            source = spark.read.format("delta").load(str(table)).limit(max(rows, 1))
+            held = (source.repartition(cores).localCheckpoint() if rows > HELD_IN_THE_DRIVER
+                    else spark.createDataFrame(source.collect(), source.schema))
             appends.append((str(work / "floor" / table.relative_to(warehouse)), held))
         return appends
 
@@ -128,6 +155,8 @@ def main() -> None:
         for path, rows in appends:
             rows.write.format("delta").mode("append").save(path)
         wall, cpu = time.monotonic() - began, jvm_cpu(pid) - cpu
+        for rdd in spark.sparkContext._jsc.getPersistentRDDs().values():  # the held rows
+            rdd.unpersist(True)
         return wall, cpu, newest_job(spark) - first
 
     # The warm-up's commits make the scratch tables, so that every measured append is to a
@@ -136,8 +165,9 @@ def main() -> None:
         *_, warehouse, made = update("warm-up")
         run_floor(floor_of(warehouse, made))
 
-    print(f"commit {commit()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}, "
-          + (f"new warehouses of {args.events} events" if args.new else "an existing warehouse"))
+    print(f"commit {commit()}, {cores} cores, load {os.getloadavg()[0]:.1f}, "
+          + (f"new warehouses of a {args.stream:,}-event stream" if args.stream else
+             f"new warehouses of {args.events} events" if args.new else "an existing warehouse"))
     updates, floors = [], []
     for _ in range(args.rounds):
         wall, cpu, jobs, warehouse, made = update("update")
@@ -150,7 +180,6 @@ def main() -> None:
     print("the last update's commits, in order:")
     for at, table, operation, rows in made:
         print(f"  {at - made[0][0]:5.2f} {table.relative_to(warehouse)}: {operation}, {rows} rows")
-    cores = os.cpu_count() or 1
     for k, measure in enumerate(("wall", "JVM CPU", "Spark jobs")):
         u = statistics.median(r[k] for r in updates)
         f = statistics.median(r[k] for r in floors)
@@ -159,6 +188,16 @@ def main() -> None:
     print(f"the floor's JVM CPU over {cores} cores: {floor_cpu / cores:.2f} s of wall at least; "
           f"load at the end {os.getloadavg()[0]:.1f}")
     spark.stop()
+    if args.stream:  # issue 58's throughput target, bounded by the floor
+        from update_cost_bench import BARE_SESSION, RAW_APPEND, process
+
+        bare, _ = process(REPO, ["-c", BARE_SESSION, str(work / "bare_warehouse")])
+        raw, _ = process(REPO, ["-c", RAW_APPEND, str(streams["update"]),
+                                str(work / "raw_table")])
+        least = bare + floor_cpu / cores
+        print(f"processes: the raw append {raw:.1f} s, a bare session {bare:.1f} s; a pipeline "
+              f"process takes at least the bare session and the floor's CPU over {cores} cores, "
+              f"{least:.1f} s: raw / pipeline <= {raw / least:.2f}; load {os.getloadavg()[0]:.1f}")
 
 if __name__ == "__main__":
     main()
