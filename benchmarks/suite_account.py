@@ -33,6 +33,11 @@ the window that ended with it (a CLI process, a broker of its own). A process th
 test it started in (a module or session fixture's broker, cluster or engine) is its fixture's,
 listed apart with the test whose setup started it. With two workers on two cores the wall
 seconds of a test also hold the other worker's contention; its CPU is what it costs the suite.
+
+**The updates**: each worker also records the window of every pipeline update it runs in its
+own session (`PipelineUpdate.run`: its test, whether the warehouse was new, its start and stop),
+and the account sums the worker's CPU across them, for new warehouses and existing ones: the
+share of the suite's CPU that a faster update could reach (`exactly-once` processes apart).
 """
 
 from __future__ import annotations
