@@ -1,6 +1,6 @@
 """Helpers of the benchmarks: sizes on disk, the commit, a session as the suite's, a JVM's CPU
-seconds, a timed update into a new warehouse, kcat feeds that grow in parts, and a warehouse
-with a history whose warm updates count their Spark jobs."""
+seconds, a bronze table of a kcat file, a timed update into a new warehouse, kcat feeds that
+grow in parts, and a warehouse with a history whose warm updates count their Spark jobs."""
 
 from __future__ import annotations
 
@@ -36,8 +36,23 @@ def mib(n: int) -> str:
 
 def jvm_cpu(pid: int) -> float:
     """User and system CPU seconds process `pid` (a Spark driver's JVM) has spent so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return cpu_seconds(f"/proc/{pid}")
+
+
+def cpu_seconds(proc: str) -> float:
+    """User and system CPU seconds so far of `/proc/<pid>` or `/proc/<pid>/task/<tid>`."""
+    fields = Path(proc, "stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def write_bronze(spark: Any, dump: Path, table: Path) -> None:
+    """`table`: the kcat file `dump` as the pipeline's bronze table has it (one availableNow
+    append, its checkpoint beside the table)."""
+    from exactly_once.transforms.bronze import read_kcat_file, with_ingestion_time
+
+    with_ingestion_time(read_kcat_file(spark, f"file:{dump}")).writeStream.format("delta") \
+        .option("checkpointLocation", str(table.with_name(table.name + "_checkpoint"))) \
+        .trigger(availableNow=True).start(str(table)).awaitTermination()
 
 
 def suite_session(work: Path) -> Any:

@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import REPO, commit, driver_pid, jvm_cpu, stream_records
+from _common import REPO, commit, driver_pid, jvm_cpu, stream_records, write_bronze
 
 from exactly_once.kafka.kcat import write_kcat_jsonl
 
@@ -39,13 +39,10 @@ def sizes(root: Path, dump: Path, rows: list[int], rounds: int) -> None:
     from exactly_once.local.engine.session import build_session
     from exactly_once.settings.pipeline import load_settings
     from exactly_once.transforms import silver
-    from exactly_once.transforms.bronze import read_kcat_file, with_ingestion_time
 
     spark = build_session(root / "spark", log_level="OFF")
     pid = driver_pid(spark)
-    with_ingestion_time(read_kcat_file(spark, f"file:{dump}")).writeStream.format("delta") \
-        .option("checkpointLocation", str(root / "bronze_checkpoint")) \
-        .trigger(availableNow=True).start(str(root / "bronze")).awaitTermination()
+    write_bronze(spark, dump, root / "bronze")
     bronze = spark.read.format("delta").load(str(root / "bronze"))
     tables = {}
     for n in rows:

@@ -22,14 +22,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import baseline_module, commit, previous_version, stream_records
+from _common import baseline_module, commit, previous_version, stream_records, write_bronze
 
 from exactly_once.kafka.kcat import write_kcat_jsonl
 from exactly_once.local.engine import update_settings
 from exactly_once.local.engine.session import build_session
 from exactly_once.settings.pipeline import load_settings
 from exactly_once.transforms import silver
-from exactly_once.transforms.bronze import read_kcat_file, with_ingestion_time
 
 PARSE = "transforms/silver.py"
 
@@ -46,9 +45,7 @@ def main() -> int:
     dump = root / "stream.jsonl"
     write_kcat_jsonl(dump, stream_records(args.events))
     spark = build_session(root / "spark", log_level="OFF")
-    with_ingestion_time(read_kcat_file(spark, f"file:{dump}")).writeStream.format("delta") \
-        .option("checkpointLocation", str(root / "bronze_checkpoint")) \
-        .trigger(availableNow=True).start(str(root / "bronze")).awaitTermination()
+    write_bronze(spark, dump, root / "bronze")
     bronze = spark.read.format("delta").load(str(root / "bronze")).cache()
     records = bronze.count()
     settings = load_settings("local")

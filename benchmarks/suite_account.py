@@ -374,6 +374,13 @@ def per_file(rows: list[dict]) -> dict[str, float]:
 OUTLIVED = 5.0
 
 
+def _value_at(points: list, moment: float) -> float:
+    """A sampled series' (time, CPU) value at `moment`: its last sample by then (the first
+    before any), 0 for no sample."""
+    index = bisect.bisect_right([t for t, _ in points], moment)
+    return points[max(index - 1, 0)][1] if points else 0.0
+
+
 def cpu_per_test(path: str, rows: list[dict]) -> tuple[dict[str, tuple[float, float]],
                                                          list[tuple[str, dict]]]:
     """Each test's CPU, from setup to teardown on its worker: (the worker's Python and Spark
@@ -391,9 +398,7 @@ def cpu_per_test(path: str, rows: list[dict]) -> tuple[dict[str, tuple[float, fl
         window[0], window[1] = min(window[0], row["start"]), max(window[1], row["stop"])
 
     def at(worker: str, moment: float) -> float:
-        points = series.get(worker, [])
-        index = bisect.bisect_right([t for t, _ in points], moment)
-        return points[max(index - 1, 0)][1] if points else 0.0
+        return _value_at(series.get(worker, []), moment)
 
     started: dict[str, list[dict]] = defaultdict(list)
     for process in account.get("processes", []):
@@ -422,9 +427,7 @@ def updates_of(path: str) -> dict[str, dict[str, float]]:
     series = {int(pid): points for pid, points in account.get("series", {}).items() if points}
 
     def at(pid: int, moment: float) -> float:
-        points = series.get(pid, [])
-        index = bisect.bisect_right([t for t, _ in points], moment)
-        return points[max(index - 1, 0)][1] if points else 0.0
+        return _value_at(series.get(pid, []), moment)
 
     found: dict[str, dict[str, float]] = {}
     for row in (r for r in _rows(path) if "update" in r and int(r["pid"]) in series):

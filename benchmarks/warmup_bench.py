@@ -16,27 +16,36 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 
-from _common import REPO, commit, driver_pid, jvm_cpu, stream_records, suite_session
+from _common import (
+    REPO,
+    commit,
+    cpu_seconds,
+    driver_pid,
+    jvm_cpu,
+    stream_records,
+    suite_session,
+    write_bronze,
+)
 
 MODES = ("generated", "interpreted")
 
 
 def threads(pid: int) -> Counter:
     """CPU seconds so far of each thread of `pid`, by its name with numbers folded."""
-    tick, found = os.sysconf("SC_CLK_TCK"), Counter()
+    found: Counter = Counter()
     for tid in os.listdir(f"/proc/{pid}/task"):
         try:
             name = Path(f"/proc/{pid}/task/{tid}/comm").read_text().strip()
-            fields = Path(f"/proc/{pid}/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
+            found[(re.sub(r"\d+", "#", name), tid)] += cpu_seconds(f"/proc/{pid}/task/{tid}")
         except OSError:
             continue
-        found[(re.sub(r"\d+", "#", name), tid)] += (int(fields[11]) + int(fields[12])) / tick
     return found
 
 
@@ -78,50 +87,42 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=200_000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--worker", nargs=3, metavar=("MODE", "BRONZE", "WORK"),
-                        help=argparse.SUPPRESS)
+                        help=argparse.SUPPRESS)  # MODE "bronze": BRONZE is made from WORK's dump
     args = parser.parse_args()
     if args.worker:
         mode, bronze, work = args.worker
-        runs(mode, bronze, args.runs, Path(work))
+        if mode == "bronze":
+            spark = suite_session(Path(work))
+            write_bronze(spark, Path(work) / "stream.jsonl", Path(bronze))
+            spark.stop()
+        else:
+            runs(mode, bronze, args.runs, Path(work))
         return
-
-    import subprocess
-
-    from update_cost_bench import process
 
     from exactly_once.kafka.kcat import write_kcat_jsonl
 
     work = Path(tempfile.mkdtemp(prefix="warmup-bench-"))
-    dump, bronze = work / "stream.jsonl", work / "bronze"
-    write_kcat_jsonl(dump, stream_records(args.events))
-    process(REPO, ["-c", BRONZE, f"file:{dump}", str(bronze)])
+    bronze = work / "bronze"
+    write_kcat_jsonl(work / "stream.jsonl", stream_records(args.events))
+
+    def worker(mode: str, directory: Path) -> str:
+        """A process of its own, so that each mode's JVM starts cold: its output."""
+        return subprocess.run(
+            [sys.executable, __file__, "--runs", str(args.runs), "--worker", mode, str(bronze),
+             str(directory)], capture_output=True, text=True, check=True,
+            env={**os.environ, "PYTHONPATH": f"{REPO / 'src'}:{REPO / 'benchmarks'}"}).stdout
+
+    worker("bronze", work)
     print(f"commit {commit()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}, "
           f"{args.events:,} events", flush=True)
     for mode in MODES:
-        done = subprocess.run(
-            [sys.executable, __file__, "--runs", str(args.runs), "--worker", mode, str(bronze),
-             str(work / mode)], capture_output=True, text=True, check=True,
-            env={**os.environ, "PYTHONPATH": f"{REPO / 'src'}:{REPO / 'benchmarks'}"})
-        lines = [line for line in done.stdout.splitlines() if " run " in line]
+        lines = [line for line in worker(mode, work / mode).splitlines() if " run " in line]
         print("\n".join(lines), flush=True)
         first, last = (float(re.search(r"JVM CPU ([\d.]+)", line).group(1))  # type: ignore[union-attr]
                        for line in (lines[0], lines[-1]))
         print(f"{mode}: the first run's JVM CPU {first / last:.2f}x the last's", flush=True)
     print(f"load at the end {os.getloadavg()[0]:.1f}")
 
-
-# Run by `python -c`: bronze of a kcat file, as the pipeline's bronze table has it.
-BRONZE = """
-import sys; from pathlib import Path
-from exactly_once.local.engine.session import build_session
-from exactly_once.transforms.bronze import read_kcat_file, with_ingestion_time
-table = Path(sys.argv[2])
-spark = build_session(table.parent / 'bronze_warehouse', log_level='OFF')
-with_ingestion_time(read_kcat_file(spark, sys.argv[1])).writeStream.format('delta') \\
-    .option('checkpointLocation', str(table) + '_checkpoint') \\
-    .trigger(availableNow=True).start(str(table)).awaitTermination()
-spark.stop()
-"""
 
 if __name__ == "__main__":
     main()
