@@ -111,7 +111,9 @@ def main() -> None:
             write_kcat_jsonl(streams[name], stream_records(events))
     if args.new or args.stream:
         spark = suite_session(work)
-        pid, settings, feed = driver_pid(spark), feed_settings(work, args.events), None
+        # --stream's updates read their stream's file (`update`), not a feed
+        settings = None if args.stream else feed_settings(work, args.events)
+        pid, feed = driver_pid(spark), None
     else:
         spark, pid, feed, settings = history_warehouse(work)
     rounds = itertools.count(1)
